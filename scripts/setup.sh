@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what hetrain needs from Debian's packages, only where something is missing.
+# Usage: scripts/setup.sh [--peer]   (--peer also installs python3-torch for the benchmarks)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtorch-dev libgloo-dev dataset-fashion-mnist zlib1g-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
+)
+if [[ "${1:-}" == "--peer" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

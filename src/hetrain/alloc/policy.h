@@ -1,0 +1,48 @@
+// Allocation policies: who gets how many samples of the next global batch.
+// A policy is plain data in, plain data out: every worker runs its own copy
+// on the same observations and so computes the same split, with no
+// coordinator.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hetrain/alloc/split.h"
+
+namespace hetrain::alloc {
+
+// What every worker knows after a step (reduced with the gradients).
+struct Observation {
+  std::vector<std::size_t> local_batch;  // b_i of the step just done
+  std::vector<double> compute_seconds;   // forward+backward only, per worker
+};
+
+struct PolicyConfig {
+  std::string name = "equal";   // equal | static
+  std::vector<double> shares;   // static: relative shares, one per worker
+  std::size_t workers = 1;
+  std::size_t global_batch = 1;
+  Bounds bounds;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  // The split for the next full global batch; sum is the global batch.
+  virtual std::vector<std::size_t> split() const = 0;
+  // Learns from the step just done (no-op for fixed policies).
+  virtual void observe(const Observation& obs) = 0;
+};
+
+// Throws UsageError for an unknown name or inconsistent configuration.
+std::unique_ptr<Policy> make_policy(const PolicyConfig& config);
+
+// The split of a short final batch (fewer than B samples left in the epoch),
+// in the proportions of the full split; bounds other than the memory cap do
+// not apply to it.
+std::vector<std::size_t> scale_split(const std::vector<std::size_t>& full, std::size_t total,
+                                     std::size_t max_local);
+
+}  // namespace hetrain::alloc

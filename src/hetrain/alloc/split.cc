@@ -1,0 +1,117 @@
+#include "hetrain/alloc/split.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "hetrain/common/error.h"
+
+namespace hetrain::alloc {
+
+void check_feasible(std::size_t n, std::size_t total, const Bounds& b) {
+  if (n == 0) throw UsageError("cannot split a batch between 0 workers");
+  if (b.min_local > b.max_local) {
+    throw UsageError(fmt::format("min local batch {} exceeds max local batch {}", b.min_local,
+                                 b.max_local));
+  }
+  // Compare in long double: n * max may overflow size_t.
+  const long double lo = static_cast<long double>(n) * b.min_local;
+  const long double hi = static_cast<long double>(n) * b.max_local;
+  if (lo > total || hi < total) {
+    throw UsageError(fmt::format(
+        "bounds cannot sum to the global batch: {} workers x [{}, {}] cannot hold {} samples", n,
+        b.min_local, b.max_local == std::numeric_limits<std::size_t>::max()
+                         ? std::string("inf")
+                         : std::to_string(b.max_local),
+        total));
+  }
+}
+
+std::vector<std::size_t> split_proportional(std::span<const double> weights, std::size_t total,
+                                            const Bounds& bounds) {
+  const std::size_t n = weights.size();
+  check_feasible(n, total, bounds);
+  for (double w : weights) {
+    if (!(w > 0.0) || !std::isfinite(w)) {
+      throw UsageError(fmt::format("split weights must be positive and finite, got {}", w));
+    }
+  }
+  const double lo = static_cast<double>(bounds.min_local);
+  const double hi = static_cast<double>(bounds.max_local);
+
+  // Water-filling: pin parts that leave [lo, hi], re-share the rest.
+  std::vector<double> part(n, 0.0);
+  std::vector<bool> pinned(n, false);
+  for (std::size_t round = 0; round <= n; ++round) {
+    double free_total = static_cast<double>(total);
+    double free_weight = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (pinned[i]) {
+        free_total -= part[i];
+      } else {
+        free_weight += weights[i];
+      }
+    }
+    bool moved = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (pinned[i]) continue;
+      part[i] = free_weight > 0.0 ? free_total * weights[i] / free_weight : 0.0;
+    }
+    // Pin the side that is violated most, so one round never pins both ways.
+    double over = 0.0, under = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (pinned[i]) continue;
+      over += std::max(0.0, part[i] - hi);
+      under += std::max(0.0, lo - part[i]);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (pinned[i]) continue;
+      if (over >= under && over > 0.0 && part[i] > hi) {
+        part[i] = hi, pinned[i] = true, moved = true;
+      } else if (under > over && part[i] < lo) {
+        part[i] = lo, pinned[i] = true, moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+
+  // Largest-remainder rounding within the bounds.
+  std::vector<std::size_t> out(n);
+  std::size_t assigned = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = std::clamp(static_cast<std::size_t>(std::floor(part[i])), bounds.min_local,
+                        bounds.max_local);
+    assigned += out[i];
+  }
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return part[a] - std::floor(part[a]) > part[b] - std::floor(part[b]);
+  });
+  // Hand out (or take back) single units; the feasibility check guarantees
+  // this terminates within bounds.
+  while (assigned < total) {
+    for (std::size_t i : order) {
+      if (assigned == total) break;
+      if (out[i] < bounds.max_local) ++out[i], ++assigned;
+    }
+  }
+  while (assigned > total) {
+    for (auto it = order.rbegin(); it != order.rend() && assigned > total; ++it) {
+      if (out[*it] > bounds.min_local) --out[*it], --assigned;
+    }
+  }
+  return out;
+}
+
+std::vector<std::size_t> split_equal(std::size_t n, std::size_t total) {
+  if (n == 0) throw UsageError("cannot split a batch between 0 workers");
+  std::vector<std::size_t> out(n, total / n);
+  for (std::size_t i = 0; i < total % n; ++i) ++out[i];
+  return out;
+}
+
+}  // namespace hetrain::alloc

@@ -1,0 +1,192 @@
+#include "hetrain/cli/args.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "hetrain/cli/launcher.h"
+#include "hetrain/comm/env.h"
+#include "hetrain/comm/gloo/gloo_group.h"
+#include "hetrain/common/error.h"
+#include "hetrain/train/trainer.h"
+
+namespace hetrain::cli {
+namespace {
+
+constexpr const char* kExamples = R"(
+Examples:
+  hetrain run -n 4 --model cnn --epochs 3 --metrics cnn.json
+  hetrain run -n 4 --speeds 1,1,1,0.25 --policy equal --epochs 1
+  hetrain run -n 3 --policy static --shares 4,4,1 --data synthetic
+  RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 hetrain worker --model mlp
+  mpirun -np 4 -x MASTER_ADDR=node0 -x MASTER_PORT=29500 hetrain worker --model cnn
+)";
+
+void add_launch_options(CLI::App& app, LaunchOptions& l) {
+  app.add_option("-n,--nproc", l.nproc, "Number of workers (run: processes to start; worker: must equal WORLD_SIZE)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--master-addr", l.master_addr, "Rendezvous host (default: MASTER_ADDR or 127.0.0.1)");
+  app.add_option("--master-port", l.master_port, "Rendezvous port (default: MASTER_PORT; run: a free port)")
+      ->check(CLI::Range(1, 65535));
+}
+
+void add_train_options(CLI::App& app, train::TrainOptions& o) {
+  app.add_option("--model", o.model, "Model: mlp | cnn")->capture_default_str();
+  app.add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
+  app.add_option("-b,--global-batch", o.global_batch, "Global batch B, fixed whatever the split")->capture_default_str();
+  app.add_option("--max-steps", o.max_steps, "Stop after this many steps in all (0: no limit)");
+  app.add_option("--optimizer", o.optimizer, "adam | sgd")->capture_default_str();
+  app.add_option("--lr", o.lr, "Learning rate (default: 1e-3 adam, 0.05 sgd)");
+  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the initial parameters and the data order")->capture_default_str();
+  app.add_option("--data", o.data, "fashion-mnist | synthetic | a directory of MNIST-format idx files")->capture_default_str();
+  app.add_option("--train-images", o.train_images, "Training images (idx3, gzip or plain)");
+  app.add_option("--train-labels", o.train_labels, "Training labels (idx1)");
+  app.add_option("--test-images", o.test_images, "Test images (idx3)");
+  app.add_option("--test-labels", o.test_labels, "Test labels (idx1)");
+  app.add_option("--synthetic-train", o.synthetic_train, "Synthetic training samples")->capture_default_str();
+  app.add_option("--synthetic-test", o.synthetic_test, "Synthetic test samples")->capture_default_str();
+  app.add_option("--policy", o.policy, "Allocation: equal | static")->capture_default_str();
+  app.add_option("--shares", o.shares, "static: relative shares, one per worker (e.g. 4,4,4,1)")->delimiter(',');
+  app.add_option("--min-local-batch", o.min_local_batch, "Smallest local batch of any worker");
+  app.add_option("--max-local-batch", o.max_local_batch, "Largest local batch of any worker (memory cap; 0: none)");
+  app.add_option("--speeds", o.speeds,
+                 "Emulated relative speeds s_i in (0,1], one per worker: worker i sleeps c*(1/s_i-1) after c seconds of compute")
+      ->delimiter(',');
+  app.add_option("--metrics", o.metrics_path, "Write the run's metrics JSON here (rank 0)");
+  app.add_option("--threads", o.threads, "Torch threads per worker (0: cores / local workers)");
+  app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")->capture_default_str();
+  app.add_flag("-q,--quiet", o.quiet, "Print nothing but errors");
+}
+
+bool launched_by_run() {
+  const char* v = std::getenv("HETRAIN_LAUNCHED");
+  return v != nullptr && std::string(v) == "1";
+}
+
+int default_threads(int local_workers) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, static_cast<int>(cores) / std::max(1, local_workers));
+}
+
+int run_worker(train::TrainOptions o, const LaunchOptions& l) {
+  comm::WorldInfo world = comm::world_from_env(comm::process_env());
+  if (!l.master_addr.empty()) world.master_addr = l.master_addr;
+  if (l.master_port != 0) world.master_port = l.master_port;
+  if (l.nproc != 0 && l.nproc != world.world_size) {
+    throw UsageError(fmt::format("-n {} but the environment says WORLD_SIZE {}", l.nproc, world.world_size));
+  }
+  train::validate(o, world.world_size);
+  train::set_compute_threads(o.threads > 0 ? o.threads : default_threads(world.local_world_size));
+  const auto data = train::load_data(o);
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));
+  comm::Group group = comm::connect_gloo(world, timeout);
+  const bool talk = group.rank() == 0 && !o.quiet;
+  if (talk) {
+    fmt::print("hetrain: {} workers ({}), model {}, policy {}, B={}, {} training samples\n", group.size(),
+               world.source == "none" ? "single process" : world.source, o.model, o.policy, o.global_batch,
+               data.train.size());
+  }
+  auto on_epoch = [&](const train::EpochRecord& e, const train::RunMetrics& m) {
+    if (!talk) return;
+    fmt::print("epoch {}/{}  loss {:.4f}  test accuracy {:.4f}  {:.1f} s  balance {:.3f}\n", e.epoch,
+               o.epochs, e.train_loss, e.test_accuracy, e.seconds, train::balance_efficiency(m.steps));
+    std::fflush(stdout);
+  };
+  const auto result = train::train(o, data, group, on_epoch);
+  if (group.rank() == 0) {
+    if (!o.metrics_path.empty()) train::write_file_atomic(o.metrics_path, train::to_json(result.metrics));
+    if (talk) {
+      const double acc = result.metrics.epochs.empty() ? 0.0 : result.metrics.epochs.back().test_accuracy;
+      fmt::print("done: {:.1f} s wall, test accuracy {:.4f}, balance efficiency {:.3f}{}\n",
+                 result.metrics.wall_seconds, acc, train::balance_efficiency(result.metrics.steps),
+                 o.metrics_path.empty() ? "" : ", metrics in " + o.metrics_path);
+    }
+  }
+  return 0;
+}
+
+// The worker's argv for `run`: ours, with the subcommand renamed.
+std::vector<std::string> worker_args(int argc, char** argv) {
+  std::vector<std::string> out;
+  bool renamed = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (!renamed && a == "run") a = "worker", renamed = true;
+    out.push_back(a);
+  }
+  return out;
+}
+
+int dispatch(int argc, char** argv) {
+  CLI::App app{"hetrain: synchronous data-parallel training on heterogeneous clusters", "hetrain"};
+  app.require_subcommand(1);
+  app.footer(kExamples);
+  app.set_version_flag("--version", "hetrain 0.1.0");
+
+  train::TrainOptions run_opts, worker_opts;
+  LaunchOptions run_launch, worker_launch;
+  auto* run = app.add_subcommand("run", "Start N local workers and train (like torchrun --nproc-per-node)");
+  add_launch_options(*run, run_launch);
+  add_train_options(*run, run_opts);
+  auto* worker = app.add_subcommand(
+      "worker", "One worker started by someone else: reads RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, "
+                "OMPI_COMM_WORLD_RANK/SIZE (mpirun) or SLURM_PROCID/NTASKS (srun)");
+  add_launch_options(*worker, worker_launch);
+  add_train_options(*worker, worker_opts);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string(e.what()) + " (see hetrain --help)");
+  }
+
+  if (run->parsed()) {
+    LaunchPlan plan;
+    plan.nproc = run_launch.nproc == 0 ? 1 : run_launch.nproc;
+    if (!run_launch.master_addr.empty()) plan.master_addr = run_launch.master_addr;
+    plan.master_port = run_launch.master_port;
+    // Fail on bad flags here, once, before any process starts.
+    train::validate(run_opts, plan.nproc);
+    auto args = worker_args(argc, argv);
+    if (run_launch.nproc == 0) args.insert(args.begin() + 1, {"-n", "1"});
+    plan.worker_args = std::move(args);
+    return launch(plan);
+  }
+  return run_worker(worker_opts, worker_launch);
+}
+
+}  // namespace
+
+int main_entry(int argc, char** argv) {
+  // Under `run`, usage and data errors are identical on every rank: only
+  // rank 0 reports them.
+  const char* rank = std::getenv("RANK");
+  const bool quiet_duplicate = launched_by_run() && rank != nullptr && std::string(rank) != "0";
+  try {
+    return dispatch(argc, argv);
+  } catch (const Error& e) {
+    const bool duplicate = quiet_duplicate && (e.code() == ExitCode::kUsage || e.code() == ExitCode::kData);
+    if (!duplicate) std::fprintf(stderr, "hetrain: error: %s\n", e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    std::fprintf(stderr, "hetrain: error: %s\n", what.substr(0, what.find('\n')).c_str());
+    return static_cast<int>(ExitCode::kInternal);
+  }
+}
+
+}  // namespace hetrain::cli

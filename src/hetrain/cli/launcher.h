@@ -1,0 +1,28 @@
+// `hetrain run -n N`: starts N local worker processes of this very binary
+// with torchrun's environment variables, waits for all of them, and stops
+// the rest as soon as one fails.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hetrain::cli {
+
+struct LaunchPlan {
+  int nproc = 1;
+  std::string master_addr = "127.0.0.1";
+  std::uint16_t master_port = 0;     // 0: ask the OS for a free one
+  std::vector<std::string> worker_args;  // argv after the program name
+  double grace_seconds = 5.0;        // SIGTERM -> SIGKILL for the survivors
+};
+
+// Returns 0 when every worker exits 0; otherwise the exit code of the
+// worker that failed first (and prints which one, unless that worker already
+// reported a usage or data error itself).
+int launch(const LaunchPlan& plan);
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+std::uint16_t free_port();
+
+}  // namespace hetrain::cli

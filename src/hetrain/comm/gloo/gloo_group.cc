@@ -1,0 +1,127 @@
+#include "hetrain/comm/gloo/gloo_group.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "hetrain/common/error.h"
+
+namespace hetrain::comm {
+
+struct InProcessRendezvous::State {
+  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
+};
+InProcessRendezvous::InProcessRendezvous() : state_(std::make_unique<State>()) {}
+InProcessRendezvous::~InProcessRendezvous() = default;
+
+namespace {
+
+// c10 errors carry a multi-line backtrace; users get its first line.
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+template <typename Fn>
+auto translate(const char* what, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const c10::Error& e) {
+    throw CommError(fmt::format("{}: {}", what, first_line(e.what_without_backtrace())));
+  } catch (const std::exception& e) {
+    if (dynamic_cast<const Error*>(&e) != nullptr) throw;
+    throw CommError(fmt::format("{}: {}", what, first_line(e.what())));
+  }
+}
+
+at::Tensor view_of(std::span<float> s) {
+  return at::from_blob(s.data(), {static_cast<int64_t>(s.size())}, at::kFloat);
+}
+at::Tensor view_of(std::span<double> s) {
+  return at::from_blob(s.data(), {static_cast<int64_t>(s.size())}, at::kDouble);
+}
+
+class GlooGroup final : public GroupImpl {
+ public:
+  GlooGroup(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+            std::chrono::milliseconds timeout, std::shared_ptr<::gloo::transport::Device> device)
+      : rank_(rank), size_(size) {
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    options->devices.push_back(std::move(device));
+    // One Gloo worker thread: collectives are issued one at a time and the
+    // cores are better spent on compute.
+    options->threads = 1;
+    pg_ = translate("cannot connect the Gloo process group", [&] {
+      return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+    });
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void allreduce_sum(std::span<float> d) override { allreduce(view_of(d)); }
+  void allreduce_sum(std::span<double> d) override { allreduce(view_of(d)); }
+  void broadcast(std::span<float> d, int root) override {
+    if (d.empty()) return;
+    std::vector<at::Tensor> t{view_of(d)};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    translate("broadcast failed", [&] { pg_->broadcast(t, opts)->wait(); return 0; });
+  }
+  void barrier() override {
+    translate("barrier failed", [&] { pg_->barrier()->wait(); return 0; });
+  }
+
+ private:
+  void allreduce(at::Tensor t) {
+    if (t.numel() == 0) return;
+    std::vector<at::Tensor> ts{std::move(t)};
+    translate("allreduce failed", [&] { pg_->allreduce(ts)->wait(); return 0; });
+  }
+  int rank_;
+  int size_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+};
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+std::shared_ptr<::gloo::transport::Device> make_device(const std::string& master_addr) {
+  return translate("cannot create the Gloo TCP device", [&] {
+    // Same variable as PyTorch: pins Gloo to one network interface.
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+      return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+    }
+    // A one-machine run stays on loopback; otherwise bind to this host's name.
+    if (is_loopback(master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+    return c10d::ProcessGroupGloo::createDefaultDevice();
+  });
+}
+
+}  // namespace
+
+Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions opts;
+  opts.port = w.master_port;
+  opts.isServer = w.rank == 0;
+  opts.numWorkers = static_cast<std::size_t>(w.world_size);
+  opts.waitWorkers = true;
+  opts.timeout = timeout;
+  auto store = translate(
+      fmt::format("rendezvous at {}:{} failed (rank {} of {})", w.master_addr, w.master_port,
+                  w.rank, w.world_size)
+          .c_str(),
+      [&]() -> c10::intrusive_ptr<c10d::Store> {
+        return c10::make_intrusive<c10d::TCPStore>(w.master_addr, opts);
+      });
+  return Group(std::make_shared<GlooGroup>(store, w.rank, w.world_size, timeout,
+                                           make_device(w.master_addr)));
+}
+
+Group connect_gloo(InProcessRendezvous& r, int rank, int size, std::chrono::milliseconds timeout) {
+  return Group(std::make_shared<GlooGroup>(r.state().store, rank, size, timeout,
+                                           make_device("127.0.0.1")));
+}
+
+}  // namespace hetrain::comm

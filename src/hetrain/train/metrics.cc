@@ -1,0 +1,106 @@
+#include "hetrain/train/metrics.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "hetrain/common/error.h"
+
+namespace hetrain::train {
+
+double balance_efficiency(const std::vector<StepRecord>& steps) {
+  double busy = 0.0, slowest = 0.0;
+  std::size_t n = 0;
+  for (const auto& s : steps) {
+    if (s.compute_seconds.empty()) continue;
+    n = s.compute_seconds.size();
+    for (double c : s.compute_seconds) busy += c;
+    slowest += *std::max_element(s.compute_seconds.begin(), s.compute_seconds.end());
+  }
+  if (n == 0 || slowest <= 0.0) return 1.0;
+  return busy / (static_cast<double>(n) * slowest);
+}
+
+std::string to_json(const RunMetrics& m) {
+  using nlohmann::json;
+  json doc;
+  doc["world_size"] = m.world_size;
+  doc["model"] = m.model;
+  doc["policy"] = m.policy;
+  doc["data"] = m.data;
+  doc["global_batch"] = m.global_batch;
+  doc["speeds"] = m.speeds;
+  doc["wall_seconds"] = m.wall_seconds;
+  doc["balance_efficiency"] = balance_efficiency(m.steps);
+
+  json epochs = json::array();
+  for (const auto& e : m.epochs) {
+    epochs.push_back({{"epoch", e.epoch},
+                      {"seconds", e.seconds},
+                      {"train_loss", e.train_loss},
+                      {"test_accuracy", e.test_accuracy}});
+  }
+  doc["epochs"] = std::move(epochs);
+
+  const auto n = static_cast<std::size_t>(m.world_size);
+  std::vector<std::size_t> samples(n, 0);
+  std::vector<double> compute(n, 0.0), wait(n, 0.0);
+  json allocation = json::array(), step_compute = json::array(), step_wait = json::array();
+  for (const auto& s : m.steps) {
+    for (std::size_t i = 0; i < n && i < s.local_batch.size(); ++i) {
+      samples[i] += s.local_batch[i];
+      compute[i] += s.compute_seconds[i];
+      wait[i] += s.wait_seconds[i];
+    }
+    allocation.push_back(s.local_batch);
+    step_compute.push_back(s.compute_seconds);
+    step_wait.push_back(s.wait_seconds);
+  }
+  json workers = json::array();
+  for (std::size_t i = 0; i < n; ++i) {
+    workers.push_back({{"rank", i},
+                       {"samples", samples[i]},
+                       {"compute_seconds", compute[i]},
+                       {"wait_seconds", wait[i]}});
+  }
+  doc["workers"] = std::move(workers);
+  // Per step, index = rank: the split, the compute and the wait.
+  doc["allocation"] = std::move(allocation);
+  doc["steps"] = {{"compute_seconds", std::move(step_compute)},
+                  {"wait_seconds", std::move(step_wait)}};
+  return doc.dump() + "\n";
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw DataError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  std::size_t done = 0;
+  bool ok = true;
+  while (done < text.size()) {
+    const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      ok = false;
+      break;
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  const int saved = errno;
+  ok = ok && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = ok ? errno : saved;
+    std::remove(tmp.c_str());
+    throw DataError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
+  }
+}
+
+}  // namespace hetrain::train

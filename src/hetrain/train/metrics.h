@@ -1,0 +1,47 @@
+// What a run measured, per step and per worker, and its JSON form.
+// Torch-free so the simulator and the report can read and write it too.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace hetrain::train {
+
+// One synchronous step as every worker saw it (index = rank).
+struct StepRecord {
+  std::size_t epoch = 0;
+  std::vector<std::size_t> local_batch;  // b_i
+  std::vector<double> compute_seconds;   // forward+backward (+ emulated slowdown)
+  std::vector<double> wait_seconds;      // blocked in the gradient allreduce
+};
+
+struct EpochRecord {
+  std::size_t epoch = 0;
+  double seconds = 0.0;
+  double train_loss = 0.0;      // mean over the epoch's global batches
+  double test_accuracy = 0.0;   // on the held-out split
+};
+
+struct RunMetrics {
+  int world_size = 1;
+  std::string model, policy, data;
+  std::size_t global_batch = 0;
+  std::vector<double> speeds;   // emulated relative speeds; empty = none
+  double wall_seconds = 0.0;
+  std::vector<EpochRecord> epochs;
+  std::vector<StepRecord> steps;
+};
+
+// sum of compute seconds / (N x sum over steps of the slowest worker's
+// compute): 1 when nobody ever waits for a slower worker. 1 for no steps.
+double balance_efficiency(const std::vector<StepRecord>& steps);
+
+// The metrics document (see README, "Metrics").
+std::string to_json(const RunMetrics& m);
+
+// Writes `text` to `path` atomically: a temporary file beside it, fsync,
+// rename. A crash leaves the old file or none, never half of one.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace hetrain::train

@@ -1,0 +1,89 @@
+#include "hetrain/train/model.h"
+
+#include <cmath>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include "hetrain/common/error.h"
+
+namespace hetrain::train {
+namespace {
+
+constexpr std::int64_t kMlpHidden = 256;
+constexpr std::int64_t kConv1Channels = 16;
+constexpr std::int64_t kConv2Channels = 32;
+constexpr std::int64_t kConvKernel = 3;
+constexpr std::int64_t kConvPadding = 1;  // "same" convolutions: the pools halve the size
+constexpr std::int64_t kCnnHidden = 128;
+
+class Mlp final : public Model {
+ public:
+  Mlp(std::int64_t in, std::int64_t classes)
+      : fc1_(register_module("fc1", torch::nn::Linear(in, kMlpHidden))),
+        fc2_(register_module("fc2", torch::nn::Linear(kMlpHidden, classes))) {}
+  torch::Tensor forward(torch::Tensor x) override {
+    return fc2_(torch::relu(fc1_(x.flatten(1))));
+  }
+
+ private:
+  torch::nn::Linear fc1_, fc2_;
+};
+
+// conv3x3(16, same) - relu - pool2 - conv3x3(32, same) - relu - pool2 - fc128 - relu - fc.
+class Cnn final : public Model {
+ public:
+  Cnn(std::int64_t rows, std::int64_t cols, std::int64_t classes)
+      : conv1_(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, kConv1Channels, kConvKernel).padding(kConvPadding)))),
+        conv2_(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(kConv1Channels, kConv2Channels, kConvKernel).padding(kConvPadding)))),
+        fc1_(register_module("fc1", torch::nn::Linear(kConv2Channels * side(rows) * side(cols), kCnnHidden))),
+        fc2_(register_module("fc2", torch::nn::Linear(kCnnHidden, classes))) {}
+  torch::Tensor forward(torch::Tensor x) override {
+    x = torch::max_pool2d(torch::relu(conv1_(x)), 2);
+    x = torch::max_pool2d(torch::relu(conv2_(x)), 2);
+    return fc2_(torch::relu(fc1_(x.flatten(1))));
+  }
+  // Spatial size after the two conv+pool stages.
+  static std::int64_t side(std::int64_t s) { return s / 2 / 2; }
+
+ private:
+  torch::nn::Conv2d conv1_, conv2_;
+  torch::nn::Linear fc1_, fc2_;
+};
+
+// torch's default init for Linear and Conv (kaiming-uniform with a = sqrt(5))
+// amounts to U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases alike.
+void init_parameters(torch::nn::Module& m, std::uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  torch::NoGradGuard no_grad;
+  for (auto& sub : m.modules(/*include_self=*/true)) {
+    auto params = sub->named_parameters(/*recurse=*/false);
+    auto* w = params.find("weight");
+    if (w == nullptr) continue;
+    const double fan_in = static_cast<double>(w->numel() / w->size(0));
+    const double bound = 1.0 / std::sqrt(fan_in);
+    w->uniform_(-bound, bound, gen);
+    if (auto* b = params.find("bias")) b->uniform_(-bound, bound, gen);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Model> make_model(const std::string& name, std::int64_t rows, std::int64_t cols,
+                                  std::int64_t classes, std::uint64_t seed) {
+  std::shared_ptr<Model> m;
+  if (name == "mlp") {
+    m = std::make_shared<Mlp>(rows * cols, classes);
+  } else if (name == "cnn") {
+    if (Cnn::side(rows) < 1 || Cnn::side(cols) < 1) {
+      throw UsageError(fmt::format("model cnn needs images of at least 4x4, got {}x{}", rows, cols));
+    }
+    m = std::make_shared<Cnn>(rows, cols, classes);
+  } else {
+    throw UsageError(fmt::format("unknown model '{}' (expected mlp or cnn)", name));
+  }
+  init_parameters(*m, seed);
+  return m;
+}
+
+}  // namespace hetrain::train

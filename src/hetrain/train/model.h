@@ -1,0 +1,27 @@
+// The built-in models. Includes torch: only the trainer and its tests use it.
+// No BatchNorm and no dropout: per-worker batch statistics or per-worker
+// random masks would make an N-worker step differ from a 1-worker step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+namespace hetrain::train {
+
+class Model : public torch::nn::Module {
+ public:
+  // x: [batch, 1, rows, cols] float; returns logits [batch, classes].
+  virtual torch::Tensor forward(torch::Tensor x) = 0;
+};
+
+// Builds `name` (mlp | cnn) for rows x cols inputs and `classes` outputs,
+// with parameters drawn from a private generator seeded by `seed`, so every
+// worker (and every thread in a test) builds the very same model without
+// touching torch's global random state.
+std::shared_ptr<Model> make_model(const std::string& name, std::int64_t rows, std::int64_t cols,
+                                  std::int64_t classes, std::uint64_t seed);
+
+}  // namespace hetrain::train

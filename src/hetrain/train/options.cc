@@ -1,0 +1,80 @@
+#include "hetrain/train/options.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "hetrain/common/error.h"
+
+namespace hetrain::train {
+namespace {
+constexpr double kDefaultAdamLr = 1e-3;
+constexpr double kDefaultSgdLr = 0.05;
+constexpr std::size_t kMaxEpochs = 1'000'000;
+}  // namespace
+
+void validate(const TrainOptions& o, int world_size) {
+  if (world_size < 1) throw UsageError(fmt::format("world size must be >= 1, got {}", world_size));
+  const auto n = static_cast<std::size_t>(world_size);
+  if (o.model != "mlp" && o.model != "cnn") {
+    throw UsageError(fmt::format("unknown model '{}' (expected mlp or cnn)", o.model));
+  }
+  if (o.optimizer != "adam" && o.optimizer != "sgd") {
+    throw UsageError(fmt::format("unknown optimizer '{}' (expected adam or sgd)", o.optimizer));
+  }
+  if (!(o.lr >= 0.0) || !std::isfinite(o.lr)) throw UsageError(fmt::format("--lr must be >= 0, got {}", o.lr));
+  if (o.epochs == 0 || o.epochs > kMaxEpochs) throw UsageError(fmt::format("--epochs must be in [1, {}], got {}", kMaxEpochs, o.epochs));
+  if (o.global_batch < n) {
+    throw UsageError(fmt::format("global batch {} is smaller than the number of workers {}",
+                                 o.global_batch, n));
+  }
+  if (o.policy != "equal" && o.policy != "static") {
+    throw UsageError(fmt::format("unknown policy '{}' (expected equal or static)", o.policy));
+  }
+  if (o.policy == "static" && o.shares.size() != n) {
+    throw UsageError(fmt::format("--policy static needs --shares with one value per worker: got {} for {} workers",
+                                 o.shares.size(), n));
+  }
+  if (o.policy != "static" && !o.shares.empty()) {
+    throw UsageError("--shares applies only to --policy static");
+  }
+  for (double s : o.shares) {
+    if (!(s > 0.0) || !std::isfinite(s)) throw UsageError(fmt::format("--shares values must be > 0, got {}", s));
+  }
+  if (!o.speeds.empty() && o.speeds.size() != n) {
+    throw UsageError(fmt::format("--speeds has {} values but there are {} workers", o.speeds.size(), n));
+  }
+  for (double s : o.speeds) {
+    if (!(s > 0.0 && s <= 1.0)) throw UsageError(fmt::format("--speeds values must be in (0, 1], got {}", s));
+  }
+  if (o.max_local_batch != 0 && o.min_local_batch > o.max_local_batch) {
+    throw UsageError(fmt::format("--min-local-batch {} exceeds --max-local-batch {}", o.min_local_batch, o.max_local_batch));
+  }
+  if (o.min_local_batch * n > o.global_batch) {
+    throw UsageError(fmt::format("{} workers x --min-local-batch {} exceed the global batch {}", n, o.min_local_batch, o.global_batch));
+  }
+  if (o.max_local_batch != 0 && o.max_local_batch * n < o.global_batch) {
+    throw UsageError(fmt::format("{} workers x --max-local-batch {} cannot hold the global batch {}", n, o.max_local_batch, o.global_batch));
+  }
+  const bool any_path = !o.train_images.empty() || !o.train_labels.empty() ||
+                        !o.test_images.empty() || !o.test_labels.empty();
+  const bool all_paths = !o.train_images.empty() && !o.train_labels.empty() &&
+                         !o.test_images.empty() && !o.test_labels.empty();
+  if (any_path && !all_paths) {
+    throw UsageError("give all four of --train-images, --train-labels, --test-images, --test-labels, or none");
+  }
+  if (o.data == "synthetic" && (o.synthetic_train == 0 || o.synthetic_test == 0)) {
+    throw UsageError("--synthetic-train and --synthetic-test must be > 0");
+  }
+  if (o.threads < 0) throw UsageError(fmt::format("--threads must be >= 0, got {}", o.threads));
+  if (!(o.timeout_seconds > 0.0) || !std::isfinite(o.timeout_seconds)) {
+    throw UsageError(fmt::format("--timeout must be > 0 seconds, got {}", o.timeout_seconds));
+  }
+}
+
+double effective_lr(const TrainOptions& o) {
+  if (o.lr > 0.0) return o.lr;
+  return o.optimizer == "adam" ? kDefaultAdamLr : kDefaultSgdLr;
+}
+
+}  // namespace hetrain::train

@@ -1,0 +1,59 @@
+// Everything a training run is configured by. Plain data, validated in one
+// place before any worker touches a file or a socket.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hetrain::train {
+
+// Defaults, with units.
+inline constexpr std::size_t kDefaultGlobalBatch = 64;     // samples per step
+inline constexpr double kDefaultTimeoutSeconds = 120.0;    // rendezvous and collectives
+inline constexpr std::size_t kDefaultSyntheticTrain = 6000;  // samples
+inline constexpr std::size_t kDefaultSyntheticTest = 1000;   // samples
+
+struct TrainOptions {
+  // Model and optimisation.
+  std::string model = "cnn";        // mlp | cnn
+  std::string optimizer = "adam";   // adam | sgd
+  double lr = 0.0;                  // 0 = the optimizer's default
+  double momentum = 0.9;            // sgd only
+  std::size_t epochs = 1;
+  std::size_t global_batch = kDefaultGlobalBatch;
+  std::size_t max_steps = 0;        // stop after this many steps in all (0 = no limit)
+  std::uint64_t seed = 0;
+
+  // Data: "fashion-mnist", "synthetic", or a directory holding the four
+  // MNIST-format idx files under their usual names; or the four paths.
+  std::string data = "fashion-mnist";
+  std::string train_images, train_labels, test_images, test_labels;
+  std::size_t synthetic_train = kDefaultSyntheticTrain;
+  std::size_t synthetic_test = kDefaultSyntheticTest;
+
+  // Allocation.
+  std::string policy = "equal";     // equal | static
+  std::vector<double> shares;       // static: one per worker
+  std::size_t min_local_batch = 0;
+  std::size_t max_local_batch = 0;  // 0 = no cap
+
+  // Heterogeneity emulation: worker i sleeps c*(1/s_i - 1) after computing.
+  std::vector<double> speeds;
+
+  // Running.
+  std::string metrics_path;
+  int threads = 0;                  // torch intra-op threads; 0 = cores / local workers
+  double timeout_seconds = kDefaultTimeoutSeconds;
+  bool quiet = false;
+};
+
+// Throws UsageError naming the first problem found, for a world of
+// `world_size` workers.
+void validate(const TrainOptions& o, int world_size);
+
+// The optimizer's learning rate after defaults are applied.
+double effective_lr(const TrainOptions& o);
+
+}  // namespace hetrain::train

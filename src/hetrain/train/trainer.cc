@@ -1,0 +1,274 @@
+#include "hetrain/train/trainer.h"
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "hetrain/alloc/policy.h"
+#include "hetrain/common/error.h"
+#include "hetrain/data/cursor.h"
+#include "hetrain/data/synthetic.h"
+#include "hetrain/train/model.h"
+
+namespace hetrain::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Fashion-MNIST pixel statistics after scaling to [0, 1].
+constexpr double kPixelMean = 0.2860;
+constexpr double kPixelStd = 0.3530;
+constexpr double kPixelMax = 255.0;
+constexpr std::int64_t kEvalBatch = 1024;  // samples per evaluation forward
+
+// An ImageSet as tensors, without copying the pixels.
+struct Tensors {
+  torch::Tensor images;  // uint8 [n, 1, rows, cols]
+  torch::Tensor labels;  // int64 [n]
+};
+Tensors as_tensors(const data::ImageSet& s) {
+  auto images = torch::from_blob(const_cast<std::uint8_t*>(s.pixels.data()),
+                                 {static_cast<std::int64_t>(s.size()), 1,
+                                  static_cast<std::int64_t>(s.rows), static_cast<std::int64_t>(s.cols)},
+                                 torch::kUInt8);
+  auto labels = torch::from_blob(const_cast<std::uint8_t*>(s.labels.data()),
+                                 {static_cast<std::int64_t>(s.size())}, torch::kUInt8)
+                    .to(torch::kInt64);
+  return {images, labels};
+}
+
+torch::Tensor normalise(const torch::Tensor& u8) {
+  return (u8.to(torch::kFloat32).div(kPixelMax) - kPixelMean) / kPixelStd;
+}
+
+// Points every parameter's .grad at a slice of one flat buffer, so backward
+// accumulates straight into what the allreduce sends.
+void bind_gradients(Model& model, std::vector<float>& buffer) {
+  auto flat = torch::from_blob(buffer.data(), {static_cast<std::int64_t>(buffer.size())}, torch::kFloat32);
+  std::int64_t offset = 0;
+  for (auto& p : model.parameters()) {
+    p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p);
+    offset += p.numel();
+  }
+}
+
+std::vector<float> flatten_parameters(Model& model) {
+  std::vector<float> out;
+  for (auto& p : model.parameters()) {
+    auto c = p.detach().contiguous();
+    out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  }
+  return out;
+}
+
+void load_parameters(Model& model, const std::vector<float>& flat) {
+  torch::NoGradGuard no_grad;
+  std::size_t offset = 0;
+  for (auto& p : model.parameters()) {
+    auto src = torch::from_blob(const_cast<float*>(flat.data() + offset), p.sizes(), torch::kFloat32);
+    p.copy_(src);
+    offset += static_cast<std::size_t>(p.numel());
+  }
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& o, Model& model) {
+  if (o.optimizer == "sgd") {
+    return std::make_unique<torch::optim::SGD>(
+        model.parameters(), torch::optim::SGDOptions(effective_lr(o)).momentum(o.momentum));
+  }
+  return std::make_unique<torch::optim::Adam>(model.parameters(), torch::optim::AdamOptions(effective_lr(o)));
+}
+
+// Accuracy on this rank's share of the test set, summed over ranks.
+double evaluate(Model& model, const Tensors& test, comm::Group& group) {
+  torch::NoGradGuard no_grad;
+  const std::int64_t n = test.labels.size(0);
+  const std::int64_t begin = n * group.rank() / group.size();
+  const std::int64_t end = n * (group.rank() + 1) / group.size();
+  std::vector<double> counts{0.0, static_cast<double>(end - begin)};
+  for (std::int64_t i = begin; i < end; i += kEvalBatch) {
+    const std::int64_t len = std::min(kEvalBatch, end - i);
+    auto logits = model.forward(normalise(test.images.narrow(0, i, len)));
+    counts[0] += logits.argmax(1).eq(test.labels.narrow(0, i, len)).sum().item<double>();
+  }
+  group.allreduce_sum(std::span<double>(counts));
+  return counts[1] > 0 ? counts[0] / counts[1] : 0.0;
+}
+
+// Every rank's per-step records of one epoch, gathered with one SUM
+// allreduce where each rank fills only its own slots.
+void gather_steps(comm::Group& group, std::size_t epoch, const std::vector<std::size_t>& batch_of_rank,
+                  const std::vector<double>& compute_of_rank, const std::vector<double>& wait_of_rank,
+                  std::vector<StepRecord>& out) {
+  const auto n = static_cast<std::size_t>(group.size());
+  const auto r = static_cast<std::size_t>(group.rank());
+  const std::size_t steps = batch_of_rank.size();
+  constexpr std::size_t kFields = 3;
+  std::vector<double> buf(steps * n * kFields, 0.0);
+  for (std::size_t s = 0; s < steps; ++s) {
+    buf[(s * kFields + 0) * n + r] = static_cast<double>(batch_of_rank[s]);
+    buf[(s * kFields + 1) * n + r] = compute_of_rank[s];
+    buf[(s * kFields + 2) * n + r] = wait_of_rank[s];
+  }
+  group.allreduce_sum(std::span<double>(buf));
+  for (std::size_t s = 0; s < steps; ++s) {
+    StepRecord rec;
+    rec.epoch = epoch;
+    for (std::size_t i = 0; i < n; ++i) {
+      rec.local_batch.push_back(static_cast<std::size_t>(buf[(s * kFields + 0) * n + i] + 0.5));
+      rec.compute_seconds.push_back(buf[(s * kFields + 1) * n + i]);
+      rec.wait_seconds.push_back(buf[(s * kFields + 2) * n + i]);
+    }
+    out.push_back(std::move(rec));
+  }
+}
+
+}  // namespace
+
+data::DataSplit load_data(const TrainOptions& o) {
+  if (!o.train_images.empty()) {
+    return {data::read_idx_pair(o.train_images, o.train_labels),
+            data::read_idx_pair(o.test_images, o.test_labels)};
+  }
+  if (o.data == "synthetic") return data::make_synthetic(o.synthetic_train, o.synthetic_test, o.seed);
+  return data::load_mnist_dir(o.data == "fashion-mnist" ? std::string(data::kFashionMnistDir) : o.data);
+}
+
+void set_compute_threads(int threads) {
+  HETRAIN_ENFORCE_LT(0, threads);
+  torch::set_num_threads(threads);
+}
+
+TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
+                  const EpochCallback& on_epoch) {
+  validate(o, group.size());
+  const auto n = static_cast<std::size_t>(group.size());
+  const auto rank = static_cast<std::size_t>(group.rank());
+  const std::size_t B = o.global_batch;
+  if (data.train.size() == 0 || data.test.size() == 0) throw DataError("the data set is empty");
+  if (data.train.rows != data.test.rows || data.train.cols != data.test.cols) {
+    throw DataError(fmt::format("train images are {}x{} but test images are {}x{}", data.train.rows,
+                                data.train.cols, data.test.rows, data.test.cols));
+  }
+
+  auto model = make_model(o.model, static_cast<std::int64_t>(data.train.rows),
+                          static_cast<std::int64_t>(data.train.cols),
+                          static_cast<std::int64_t>(data.train.num_classes), o.seed);
+  // Rank 0's parameters are the truth, as in DDP.
+  {
+    auto params = flatten_parameters(*model);
+    group.broadcast(std::span<float>(params), 0);
+    load_parameters(*model, params);
+  }
+  std::size_t num_params = 0;
+  for (auto& p : model->parameters()) num_params += static_cast<std::size_t>(p.numel());
+  // [gradients | compute seconds per rank | scaled loss per rank]
+  std::vector<float> buffer(num_params + 2 * n, 0.0f);
+  bind_gradients(*model, buffer);
+  auto optimizer = make_optimizer(o, *model);
+
+  alloc::PolicyConfig pc;
+  pc.name = o.policy;
+  pc.shares = o.shares;
+  pc.workers = n;
+  pc.global_batch = B;
+  pc.bounds.min_local = o.min_local_batch;
+  if (o.max_local_batch != 0) pc.bounds.max_local = o.max_local_batch;
+  auto policy = alloc::make_policy(pc);
+
+  const Tensors train_t = as_tensors(data.train);
+  const Tensors test_t = as_tensors(data.test);
+  const std::size_t train_n = data.train.size();
+  const double speed = o.speeds.empty() ? 1.0 : o.speeds[rank];
+
+  TrainResult result;
+  RunMetrics& m = result.metrics;
+  m.world_size = group.size();
+  m.model = o.model;
+  m.policy = o.policy;
+  m.data = o.train_images.empty() ? o.data : o.train_images;
+  m.global_batch = B;
+  m.speeds = o.speeds;
+
+  const auto run_start = Clock::now();
+  std::size_t total_steps = 0;
+  bool stop = false;
+  for (std::size_t epoch = 0; epoch < o.epochs && !stop; ++epoch) {
+    const auto epoch_start = Clock::now();
+    const auto perm_vec = data::epoch_permutation(train_n, o.seed, epoch);
+    const auto perm = torch::tensor(std::vector<std::int64_t>(perm_vec.begin(), perm_vec.end()));
+    const std::size_t steps = data::steps_per_epoch(train_n, B);
+    std::vector<std::size_t> my_batch;
+    std::vector<double> my_compute, my_wait;
+    double loss_sum = 0.0;
+    std::size_t epoch_steps = 0;
+    for (std::size_t step = 0; step < steps; ++step) {
+      if (o.max_steps != 0 && total_steps >= o.max_steps) {
+        stop = true;
+        break;
+      }
+      const std::size_t batch = data::step_batch(train_n, B, step);
+      const auto split = batch == B ? policy->split()
+                                    : alloc::scale_split(policy->split(), batch, pc.bounds.max_local);
+      const data::Slice slice = data::slice_of(split, rank);
+
+      const auto t0 = Clock::now();
+      std::fill(buffer.begin(), buffer.end(), 0.0f);
+      double scaled_loss = 0.0;
+      if (slice.count > 0) {
+        auto idx = perm.narrow(0, static_cast<std::int64_t>(step * B + slice.begin),
+                               static_cast<std::int64_t>(slice.count));
+        auto x = normalise(train_t.images.index_select(0, idx));
+        auto y = train_t.labels.index_select(0, idx);
+        auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+        // Scale by b_i/B so the SUM allreduce yields the global-batch mean.
+        auto scaled = loss * (static_cast<double>(slice.count) / static_cast<double>(batch));
+        scaled.backward();
+        scaled_loss = scaled.item<double>();
+      }
+      const double real_compute = seconds_since(t0);
+      if (speed < 1.0) {
+        // Emulated slower device: stretch the real compute to c / s.
+        std::this_thread::sleep_for(std::chrono::duration<double>(real_compute * (1.0 / speed - 1.0)));
+      }
+      const double compute = seconds_since(t0);
+
+      buffer[num_params + rank] = static_cast<float>(compute);
+      buffer[num_params + n + rank] = static_cast<float>(scaled_loss);
+      const auto t1 = Clock::now();
+      group.allreduce_sum(std::span<float>(buffer));
+      const double wait = seconds_since(t1);
+      optimizer->step();
+
+      alloc::Observation obs;
+      obs.local_batch = split;
+      for (std::size_t i = 0; i < n; ++i) {
+        obs.compute_seconds.push_back(buffer[num_params + i]);
+        loss_sum += buffer[num_params + n + i];
+      }
+      policy->observe(obs);
+      my_batch.push_back(slice.count);
+      my_compute.push_back(compute);
+      my_wait.push_back(wait);
+      ++epoch_steps;
+      ++total_steps;
+    }
+    gather_steps(group, epoch, my_batch, my_compute, my_wait, m.steps);
+    EpochRecord rec;
+    rec.epoch = epoch + 1;
+    rec.train_loss = epoch_steps > 0 ? loss_sum / static_cast<double>(epoch_steps) : 0.0;
+    rec.test_accuracy = evaluate(*model, test_t, group);
+    rec.seconds = seconds_since(epoch_start);
+    m.epochs.push_back(rec);
+    if (on_epoch) on_epoch(rec, m);
+  }
+  m.wall_seconds = seconds_since(run_start);
+  result.parameters = flatten_parameters(*model);
+  return result;
+}
+
+}  // namespace hetrain::train

@@ -1,0 +1,48 @@
+// The synchronous data-parallel training loop, exact under any split.
+//
+// Terms: B is the global batch (fixed), b_i the local batch of rank i
+// (sum b_i = B), the global cursor the position in the epoch's seeded
+// permutation. Each step takes the next B samples of the permutation and cuts
+// them into contiguous slices b_0..b_{N-1}; rank i computes the mean loss of
+// its slice, scales it by b_i/B, back-propagates, and a SUM allreduce of the
+// gradients gives every rank the gradient of the mean loss over the whole
+// global batch. Every rank then takes the same optimizer step as a single
+// worker would on the same batch, whatever the b_i.
+//
+// Telemetry rides in the same reduced buffer: after the P gradient floats
+// come N slots for compute seconds and N for the scaled loss, each rank
+// writing only its own slot, so every rank learns every rank's compute time
+// without an extra collective.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "hetrain/comm/group.h"
+#include "hetrain/data/idx.h"
+#include "hetrain/train/metrics.h"
+#include "hetrain/train/options.h"
+
+namespace hetrain::train {
+
+struct TrainResult {
+  RunMetrics metrics;
+  std::vector<float> parameters;  // final parameters, flattened in module order
+};
+
+// Called on every rank after each epoch (the CLI prints on rank 0).
+using EpochCallback = std::function<void(const EpochRecord&, const RunMetrics&)>;
+
+// Runs the whole training on this rank. `data` must be the same on every
+// rank. Throws UsageError, DataError or CommError.
+TrainResult train(const TrainOptions& options, const data::DataSplit& data, comm::Group& group,
+                  const EpochCallback& on_epoch = {});
+
+// Loads the data set the options name (Fashion-MNIST by default).
+data::DataSplit load_data(const TrainOptions& options);
+
+// Sets torch's intra-op threads for this process (workers sharing a machine
+// must split its cores, or they fight each other).
+void set_compute_threads(int threads);
+
+}  // namespace hetrain::train

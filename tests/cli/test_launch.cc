@@ -1,0 +1,134 @@
+// End to end: the real `hetrain` binary, real worker processes, real TCP.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int code = -1;
+  std::string out, err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hetrain_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  // Runs `env hetrain args`, capturing both streams. A hard `timeout` keeps
+  // a hang from blocking the suite: it shows as exit code 124.
+  Outcome hetrain(const std::string& args, const std::string& env = "") const {
+    const auto out = dir_ / "stdout", err = dir_ / "stderr";
+    const std::string cmd = "timeout 300 env " + env + " " + HETRAIN_BINARY + " " + args + " >" +
+                            out.string() + " 2>" + err.string() + " </dev/null";
+    const int status = std::system(cmd.c_str());
+    Outcome o;
+    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    o.out = slurp(out);
+    o.err = slurp(err);
+    return o;
+  }
+  static std::size_t lines(const std::string& s) {
+    std::size_t n = 0;
+    for (char c : s) n += c == '\n';
+    return n;
+  }
+  fs::path dir_;
+};
+
+constexpr const char* kQuick = " --model mlp --data synthetic --synthetic-train 1000 --synthetic-test 200 --threads 1 ";
+
+TEST_F(Cli, RunLaunchesWorkersThatTrainAndWriteMetrics) {
+  const auto metrics = dir_ / "m.json";
+  const auto o = hetrain(std::string("run -n 3") + kQuick + "--epochs 2 --metrics " + metrics.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("epoch 2/2"), std::string::npos) << o.out;
+  const auto doc = nlohmann::json::parse(slurp(metrics));
+  EXPECT_GT(doc["wall_seconds"].get<double>(), 0.0);
+  ASSERT_EQ(doc["workers"].size(), 3u);
+  ASSERT_EQ(doc["epochs"].size(), 2u);
+  EXPECT_GT(doc["epochs"][1]["test_accuracy"].get<double>(), 0.5);  // chance is 0.1
+  std::size_t samples = 0;
+  for (const auto& w : doc["workers"]) {
+    samples += w["samples"].get<std::size_t>();
+    EXPECT_GT(w["compute_seconds"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(samples, 2u * 1000u);  // every sample once per epoch
+  const double eff = doc["balance_efficiency"].get<double>();
+  EXPECT_GT(eff, 0.0);
+  EXPECT_LE(eff, 1.0);
+}
+
+TEST_F(Cli, WorkerReadsTorchrunVariables) {
+  const auto o = hetrain(std::string("worker") + kQuick + "--max-steps 3",
+                         "RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=0");
+  // Port 0 is not a valid rendezvous port: a clear usage error.
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find("MASTER_PORT"), std::string::npos) << o.err;
+  const auto ok = hetrain(std::string("worker") + kQuick + "--max-steps 3", "RANK=0 WORLD_SIZE=1");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("1 workers (torchrun)"), std::string::npos) << ok.out;
+}
+
+TEST_F(Cli, BadFlagsGiveOneLineAndExitCodeTwo) {
+  for (const std::string args : {"run -n 4 --speeds 1,1,0.25" + std::string(kQuick),
+                                 "run -n 4 -b 3" + std::string(kQuick),
+                                 "run -n 2 --policy static --shares 1,2,3" + std::string(kQuick),
+                                 std::string("run -n 2 --no-such-flag"), std::string("")}) {
+    const auto o = hetrain(args);
+    EXPECT_EQ(o.code, 2) << args << ": " << o.err;
+    EXPECT_EQ(lines(o.err), 1u) << args << ": " << o.err;
+    EXPECT_EQ(o.err.rfind("hetrain: error: ", 0), 0u) << o.err;
+  }
+}
+
+TEST_F(Cli, MissingOrCorruptDataGivesOneLineAndExitCodeThree) {
+  const auto missing = hetrain("run -n 2 --model mlp --data " + (dir_ / "nowhere").string());
+  EXPECT_EQ(missing.code, 3) << missing.err;
+  EXPECT_EQ(lines(missing.err), 1u) << missing.err;
+  EXPECT_NE(missing.err.find("nowhere"), std::string::npos) << missing.err;
+
+  // A gzip file whose idx header has the wrong magic.
+  const auto bad = dir_ / "bad-images.gz";
+  gzFile f = gzopen(bad.string().c_str(), "wb");
+  const unsigned char junk[16] = {0xde, 0xad, 0xbe, 0xef};
+  gzwrite(f, junk, sizeof(junk));
+  gzclose(f);
+  const std::string b = bad.string();
+  const auto corrupt = hetrain("run -n 2 --model mlp --train-images " + b + " --train-labels " + b +
+                               " --test-images " + b + " --test-labels " + b);
+  EXPECT_EQ(corrupt.code, 3) << corrupt.err;
+  EXPECT_EQ(lines(corrupt.err), 1u) << corrupt.err;
+  EXPECT_NE(corrupt.err.find("magic"), std::string::npos) << corrupt.err;
+}
+
+TEST_F(Cli, HelpListsTheSubcommandsAndExamples) {
+  const auto o = hetrain("--help");
+  EXPECT_EQ(o.code, 0);
+  EXPECT_NE(o.out.find("run"), std::string::npos);
+  EXPECT_NE(o.out.find("worker"), std::string::npos);
+  EXPECT_NE(o.out.find("mpirun"), std::string::npos);
+}
+
+}  // namespace

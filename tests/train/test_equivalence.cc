@@ -1,0 +1,128 @@
+// The exactness claim: an N-worker run with any split takes the same
+// optimizer steps as a 1-worker run on the same seed. N threads act as N
+// ranks over real Gloo (an in-memory store, TCP on loopback).
+#include <cmath>
+#include <exception>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "hetrain/comm/gloo/gloo_group.h"
+#include "hetrain/data/synthetic.h"
+#include "hetrain/train/trainer.h"
+
+namespace hetrain::train {
+namespace {
+
+constexpr auto kTimeout = std::chrono::seconds(120);
+constexpr double kTolerance = 1e-5;  // float summation order differs per split
+constexpr std::size_t kSteps = 12;
+
+std::vector<TrainResult> run_world(const TrainOptions& o, const data::DataSplit& d, int n) {
+  comm::InProcessRendezvous rendezvous;
+  std::vector<TrainResult> results(static_cast<std::size_t>(n));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        comm::Group g = comm::connect_gloo(rendezvous, r, n, kTimeout);
+        results[static_cast<std::size_t>(r)] = train(o, d, g);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) if (e) std::rethrow_exception(e);
+  return results;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0.0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(double(a[i]) - double(b[i])));
+  return m;
+}
+
+class Equivalence : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() { set_compute_threads(1); }
+  TrainOptions base() const {
+    TrainOptions o;
+    o.model = GetParam();
+    o.optimizer = "sgd";
+    o.lr = 0.05;
+    o.global_batch = 64;
+    o.max_steps = kSteps;
+    o.seed = 11;
+    o.data = "synthetic";
+    o.quiet = true;
+    return o;
+  }
+  // Small and noisy enough that the gradients stay far from zero.
+  data::DataSplit data_ = data::make_synthetic(640, 64, 5);
+};
+
+TEST_P(Equivalence, UnevenSplitMatchesOneWorker) {
+  const TrainOptions one = base();
+  const auto reference = run_world(one, data_, 1).front();
+
+  TrainOptions three = base();
+  three.policy = "static";
+  three.shares = {5, 17, 42};
+  const auto results = run_world(three, data_, 3);
+  for (const auto& r : results) {
+    EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance);
+  }
+  // The split really was 5/17/42 at every step.
+  ASSERT_EQ(results[0].metrics.steps.size(), kSteps);
+  for (const auto& s : results[0].metrics.steps) {
+    EXPECT_EQ(s.local_batch, (std::vector<std::size_t>{5, 17, 42}));
+  }
+  // And the run actually moved the parameters (the comparison means something).
+  TrainOptions untrained = base();
+  untrained.max_steps = 1;
+  const auto early = run_world(untrained, data_, 1).front();
+  EXPECT_GT(max_abs_diff(early.parameters, reference.parameters), 100 * kTolerance);
+}
+
+TEST_P(Equivalence, EqualSplitMatchesOneWorker) {
+  const auto reference = run_world(base(), data_, 1).front();
+  const auto results = run_world(base(), data_, 3);
+  for (const auto& r : results) EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance);
+  EXPECT_EQ(results[0].metrics.steps[0].local_batch, (std::vector<std::size_t>{22, 21, 21}));
+}
+
+TEST_P(Equivalence, SameTestAccuracyAndLossWhateverTheSplit) {
+  TrainOptions a = base();
+  a.max_steps = 0;
+  a.epochs = 1;
+  TrainOptions b = a;
+  b.policy = "static";
+  b.shares = {1, 3};
+  const auto ra = run_world(a, data_, 2).front();
+  const auto rb = run_world(b, data_, 2).front();
+  ASSERT_EQ(ra.metrics.epochs.size(), 1u);
+  EXPECT_DOUBLE_EQ(ra.metrics.epochs[0].test_accuracy, rb.metrics.epochs[0].test_accuracy);
+  EXPECT_NEAR(ra.metrics.epochs[0].train_loss, rb.metrics.epochs[0].train_loss, 1e-5);
+  // Every sample of the epoch went to exactly one worker (640 = 10 x 64).
+  std::size_t samples = 0;
+  for (const auto& s : rb.metrics.steps) for (auto b_i : s.local_batch) samples += b_i;
+  EXPECT_EQ(samples, 640u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Equivalence, ::testing::Values("mlp", "cnn"));
+
+TEST(Trainer, MismatchedImageSizesAreADataError) {
+  set_compute_threads(1);
+  auto d = data::make_synthetic(64, 8, 1);
+  d.test = data::make_synthetic(64, 8, 1, 20, 20).test;
+  TrainOptions o;
+  o.model = "mlp";
+  o.quiet = true;
+  EXPECT_THROW(run_world(o, d, 1), DataError);
+}
+
+}  // namespace
+}  // namespace hetrain::train

@@ -1,0 +1,67 @@
+#include "hetrain/train/metrics.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "hetrain/common/error.h"
+
+namespace hetrain::train {
+namespace {
+
+StepRecord step(std::vector<double> compute) {
+  StepRecord s;
+  s.local_batch.assign(compute.size(), 16);
+  s.wait_seconds.assign(compute.size(), 0.0);
+  s.compute_seconds = std::move(compute);
+  return s;
+}
+
+TEST(BalanceEfficiency, IsOneWhenBalancedAndLowWithAStraggler) {
+  EXPECT_DOUBLE_EQ(balance_efficiency({step({1, 1, 1, 1}), step({2, 2, 2, 2})}), 1.0);
+  // Three workers at 1 s, one at 4 s: (1+1+1+4) / (4 x 4).
+  EXPECT_DOUBLE_EQ(balance_efficiency({step({1, 1, 1, 4})}), 7.0 / 16.0);
+  EXPECT_DOUBLE_EQ(balance_efficiency({}), 1.0);
+}
+
+TEST(MetricsJson, HasTheDocumentedFieldsAndPerWorkerTotals) {
+  RunMetrics m;
+  m.world_size = 2;
+  m.wall_seconds = 3.5;
+  m.epochs.push_back({1, 3.0, 0.7, 0.85});
+  auto s = step({0.5, 1.5});
+  s.local_batch = {40, 24};
+  s.wait_seconds = {1.0, 0.0};
+  m.steps = {s, s};
+  const auto doc = nlohmann::json::parse(to_json(m));
+  EXPECT_DOUBLE_EQ(doc["wall_seconds"].get<double>(), 3.5);
+  EXPECT_DOUBLE_EQ(doc["epochs"][0]["test_accuracy"].get<double>(), 0.85);
+  EXPECT_DOUBLE_EQ(doc["epochs"][0]["train_loss"].get<double>(), 0.7);
+  EXPECT_EQ(doc["workers"][0]["samples"].get<std::size_t>(), 80u);
+  EXPECT_DOUBLE_EQ(doc["workers"][0]["wait_seconds"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(doc["workers"][1]["compute_seconds"].get<double>(), 3.0);
+  EXPECT_EQ(doc["allocation"][1][1].get<std::size_t>(), 24u);
+  EXPECT_DOUBLE_EQ(doc["balance_efficiency"].get<double>(), 2.0 / 3.0);
+}
+
+TEST(WriteFileAtomic, WritesAllOrReportsAndLeavesNoTemporary) {
+  const auto dir = std::filesystem::temp_directory_path() / ("hetrain_metrics_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "m.json").string();
+  write_file_atomic(path, "{\"a\": 1}\n");
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), "{\"a\": 1}\n");
+  EXPECT_THROW(write_file_atomic((dir / "missing" / "m.json").string(), "x"), DataError);
+  std::size_t files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) (void)e, ++files;
+  EXPECT_EQ(files, 1u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hetrain::train

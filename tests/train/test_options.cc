@@ -1,0 +1,57 @@
+#include "hetrain/train/options.h"
+
+#include <gtest/gtest.h>
+
+#include "hetrain/common/error.h"
+
+namespace hetrain::train {
+namespace {
+
+// Expects a UsageError whose message mentions `needle`.
+template <typename Fn>
+void expect_usage(Fn&& mutate, int world, const std::string& needle) {
+  TrainOptions o;
+  mutate(o);
+  try {
+    validate(o, world);
+    ADD_FAILURE() << "expected a UsageError mentioning '" << needle << "'";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line";
+  }
+}
+
+TEST(Validate, DefaultsAreValid) {
+  EXPECT_NO_THROW(validate(TrainOptions{}, 1));
+  EXPECT_NO_THROW(validate(TrainOptions{}, 4));
+}
+
+TEST(Validate, RejectsInconsistentFlags) {
+  expect_usage([](TrainOptions& o) { o.speeds = {1, 1, 0.25}; }, 4, "--speeds has 3 values");
+  expect_usage([](TrainOptions& o) { o.speeds = {1, 1, 1, 0}; }, 4, "(0, 1]");
+  expect_usage([](TrainOptions& o) { o.speeds = {1, 1, 1, 2}; }, 4, "(0, 1]");
+  expect_usage([](TrainOptions& o) { o.global_batch = 3; }, 4, "smaller than the number of workers");
+  expect_usage([](TrainOptions& o) { o.model = "resnet9000"; }, 1, "unknown model");
+  expect_usage([](TrainOptions& o) { o.policy = "magic"; }, 1, "unknown policy");
+  expect_usage([](TrainOptions& o) { o.policy = "static"; }, 2, "--shares");
+  expect_usage([](TrainOptions& o) { o.shares = {1, 2}; }, 2, "only to --policy static");
+  expect_usage([](TrainOptions& o) { o.policy = "static"; o.shares = {1, -2}; }, 2, "> 0");
+  expect_usage([](TrainOptions& o) { o.max_local_batch = 10; }, 4, "cannot hold");
+  expect_usage([](TrainOptions& o) { o.min_local_batch = 20; }, 4, "exceed the global batch");
+  expect_usage([](TrainOptions& o) { o.train_images = "x"; }, 1, "all four");
+  expect_usage([](TrainOptions& o) { o.epochs = 0; }, 1, "--epochs");
+  expect_usage([](TrainOptions& o) { o.timeout_seconds = 0; }, 1, "--timeout");
+  expect_usage([](TrainOptions& o) { o.optimizer = "lbfgs"; }, 1, "unknown optimizer");
+}
+
+TEST(EffectiveLr, DefaultsDependOnTheOptimizer) {
+  TrainOptions o;
+  EXPECT_DOUBLE_EQ(effective_lr(o), 1e-3);
+  o.optimizer = "sgd";
+  EXPECT_DOUBLE_EQ(effective_lr(o), 0.05);
+  o.lr = 0.2;
+  EXPECT_DOUBLE_EQ(effective_lr(o), 0.2);
+}
+
+}  // namespace
+}  // namespace hetrain::train
