@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "hetrain/comm/gloo/gloo_group.h"
+#include "hetrain/common/error.h"
 #include "hetrain/data/synthetic.h"
 #include "hetrain/train/trainer.h"
 
@@ -55,6 +56,7 @@ class Equivalence : public ::testing::TestWithParam<std::string> {
     o.lr = 0.05;
     o.global_batch = 64;
     o.max_steps = kSteps;
+    o.epochs = 2;  // 640 samples = 10 steps an epoch: K = 12 crosses an epoch boundary
     o.seed = 11;
     o.data = "synthetic";
     o.quiet = true;
@@ -121,7 +123,7 @@ TEST(Trainer, MismatchedImageSizesAreADataError) {
   TrainOptions o;
   o.model = "mlp";
   o.quiet = true;
-  EXPECT_THROW(run_world(o, d, 1), DataError);
+  EXPECT_THROW(run_world(o, d, 1), ::hetrain::DataError);
 }
 
 }  // namespace

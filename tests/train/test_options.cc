@@ -53,5 +53,18 @@ TEST(EffectiveLr, DefaultsDependOnTheOptimizer) {
   EXPECT_DOUBLE_EQ(effective_lr(o), 0.2);
 }
 
+TEST(ScheduledLr, CosineFallsFromTheBaseToZeroAndConstantStays) {
+  TrainOptions o;
+  o.lr = 0.1;
+  EXPECT_DOUBLE_EQ(scheduled_lr(o, 0, 100), 0.1);
+  EXPECT_NEAR(scheduled_lr(o, 50, 100), 0.05, 1e-12);
+  EXPECT_NEAR(scheduled_lr(o, 100, 100), 0.0, 1e-12);
+  EXPECT_LT(scheduled_lr(o, 60, 100), scheduled_lr(o, 40, 100));
+  o.lr_schedule = "constant";
+  EXPECT_DOUBLE_EQ(scheduled_lr(o, 60, 100), 0.1);
+  o.lr_schedule = "step";
+  EXPECT_THROW(validate(o, 1), UsageError);
+}
+
 }  // namespace
 }  // namespace hetrain::train

@@ -44,6 +44,7 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--max-steps", o.max_steps, "Stop after this many steps in all (0: no limit)");
   app.add_option("--optimizer", o.optimizer, "adam | sgd")->capture_default_str();
   app.add_option("--lr", o.lr, "Learning rate (default: 1e-3 adam, 0.05 sgd)");
+  app.add_option("--lr-schedule", o.lr_schedule, "cosine (decays to 0 over the run) | constant")->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the initial parameters and the data order")->capture_default_str();
   app.add_option("--data", o.data, "fashion-mnist | synthetic | a directory of MNIST-format idx files")->capture_default_str();
@@ -64,11 +65,6 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--threads", o.threads, "Torch threads per worker (0: cores / local workers)");
   app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "Print nothing but errors");
-}
-
-bool launched_by_run() {
-  const char* v = std::getenv("HETRAIN_LAUNCHED");
-  return v != nullptr && std::string(v) == "1";
 }
 
 int default_threads(int local_workers) {
@@ -93,6 +89,7 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
     fmt::print("hetrain: {} workers ({}), model {}, policy {}, B={}, {} training samples\n", group.size(),
                world.source == "none" ? "single process" : world.source, o.model, o.policy, o.global_batch,
                data.train.size());
+    std::fflush(stdout);
   }
   auto on_epoch = [&](const train::EpochRecord& e, const train::RunMetrics& m) {
     if (!talk) return;
@@ -172,15 +169,10 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main_entry(int argc, char** argv) {
-  // Under `run`, usage and data errors are identical on every rank: only
-  // rank 0 reports them.
-  const char* rank = std::getenv("RANK");
-  const bool quiet_duplicate = launched_by_run() && rank != nullptr && std::string(rank) != "0";
   try {
     return dispatch(argc, argv);
   } catch (const Error& e) {
-    const bool duplicate = quiet_duplicate && (e.code() == ExitCode::kUsage || e.code() == ExitCode::kData);
-    if (!duplicate) std::fprintf(stderr, "hetrain: error: %s\n", e.what());
+    std::fprintf(stderr, "hetrain: error: %s\n", e.what());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
     std::string what = e.what();

@@ -1,6 +1,8 @@
 #include "hetrain/cli/launcher.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,8 +13,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -21,18 +23,71 @@
 namespace hetrain::cli {
 namespace {
 
-constexpr auto kReapPoll = std::chrono::milliseconds(20);
+constexpr int kPollMillis = 20;
+constexpr std::size_t kReadChunk = 4096;  // bytes
 
-[[noreturn]] void exec_worker(const LaunchPlan& plan, int rank, std::uint16_t port) {
+// Relays the workers' stderr line by line, dropping lines another worker
+// already printed: an error that every rank hits (a missing file, a bad
+// flag) reaches the user once.
+class StderrRelay {
+ public:
+  void add(int fd) { fds_.push_back(fd), partial_.emplace_back(); }
+  bool open() const {
+    for (int fd : fds_) if (fd >= 0) return true;
+    return false;
+  }
+  // Reads whatever is ready within `millis`.
+  void pump(int millis) {
+    std::vector<pollfd> p;
+    for (int fd : fds_) p.push_back({fd, POLLIN, 0});
+    if (::poll(p.data(), p.size(), millis) <= 0) return;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (fds_[i] < 0 || (p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      char buf[kReadChunk];
+      const ssize_t n = ::read(fds_[i], buf, sizeof(buf));
+      if (n <= 0) {
+        flush(i);
+        ::close(fds_[i]);
+        fds_[i] = -1;
+        continue;
+      }
+      partial_[i].append(buf, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = partial_[i].find('\n')) != std::string::npos;) {
+        emit(partial_[i].substr(0, nl + 1));
+        partial_[i].erase(0, nl + 1);
+      }
+    }
+  }
+  void drain() {
+    while (open()) pump(kPollMillis);
+  }
+
+ private:
+  void flush(std::size_t i) {
+    if (!partial_[i].empty()) emit(partial_[i] + "\n");
+    partial_[i].clear();
+  }
+  void emit(const std::string& line) {
+    if (!seen_.insert(line).second) return;
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+  }
+  std::vector<int> fds_;  // -1 once closed (poll ignores negative fds)
+  std::vector<std::string> partial_;
+  std::set<std::string> seen_;
+};
+
+[[noreturn]] void exec_worker(const LaunchPlan& plan, int rank, std::uint16_t port, int err_fd) {
   // Die with the launcher: no orphaned workers holding ports.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  ::dup2(err_fd, STDERR_FILENO);
+  ::close(err_fd);
   ::setenv("RANK", std::to_string(rank).c_str(), 1);
   ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
   ::setenv("WORLD_SIZE", std::to_string(plan.nproc).c_str(), 1);
   ::setenv("LOCAL_WORLD_SIZE", std::to_string(plan.nproc).c_str(), 1);
   ::setenv("MASTER_ADDR", plan.master_addr.c_str(), 1);
   ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-  ::setenv("HETRAIN_LAUNCHED", "1", 1);
   std::vector<char*> argv;
   std::string self = "hetrain";
   argv.push_back(self.data());
@@ -71,14 +126,19 @@ int launch(const LaunchPlan& plan) {
   HETRAIN_ENFORCE_LT(0, plan.nproc);
   const std::uint16_t port = plan.master_port != 0 ? plan.master_port : free_port();
   std::vector<pid_t> pids(static_cast<std::size_t>(plan.nproc), -1);
+  StderrRelay relay;
   std::fflush(nullptr);
   for (int r = 0; r < plan.nproc; ++r) {
-    const pid_t pid = ::fork();
+    int fds[2];
+    const bool piped = ::pipe2(fds, O_CLOEXEC) == 0;
+    const pid_t pid = piped ? ::fork() : -1;
     if (pid < 0) {
       for (pid_t p : pids) if (p > 0) ::kill(p, SIGKILL);
-      throw Error("cannot fork a worker process");
+      throw Error("cannot start a worker process (pipe or fork failed)");
     }
-    if (pid == 0) exec_worker(plan, r, port);
+    if (pid == 0) exec_worker(plan, r, port, fds[1]);
+    ::close(fds[1]);
+    relay.add(fds[0]);
     pids[static_cast<std::size_t>(r)] = pid;
   }
 
@@ -112,13 +172,13 @@ int launch(const LaunchPlan& plan) {
       for (pid_t p : pids) if (p > 0) ::kill(p, SIGKILL);
       killed = true;
     }
-    std::this_thread::sleep_for(kReapPoll);
+    relay.pump(kPollMillis);
   }
+  relay.drain();
   if (first_rank < 0) return 0;
   const int code = WIFEXITED(first_status) ? WEXITSTATUS(first_status) : static_cast<int>(ExitCode::kWorker);
-  // Usage and data errors are the same on every rank and rank 0 printed
-  // them (the others stay quiet under `run`, see args.cc).
-  const bool reported = first_rank == 0 && WIFEXITED(first_status) && (code == static_cast<int>(ExitCode::kUsage) ||
+  // Usage and data errors name their cause and were relayed already.
+  const bool reported = WIFEXITED(first_status) && (code == static_cast<int>(ExitCode::kUsage) ||
                                                      code == static_cast<int>(ExitCode::kData));
   if (!reported) {
     std::fprintf(stderr, "hetrain: error: worker %d failed first (%s); the others were stopped\n",

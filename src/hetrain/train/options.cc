@@ -1,5 +1,6 @@
 #include "hetrain/train/options.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -21,6 +22,9 @@ void validate(const TrainOptions& o, int world_size) {
   }
   if (o.optimizer != "adam" && o.optimizer != "sgd") {
     throw UsageError(fmt::format("unknown optimizer '{}' (expected adam or sgd)", o.optimizer));
+  }
+  if (o.lr_schedule != "cosine" && o.lr_schedule != "constant") {
+    throw UsageError(fmt::format("unknown --lr-schedule '{}' (expected cosine or constant)", o.lr_schedule));
   }
   if (!(o.lr >= 0.0) || !std::isfinite(o.lr)) throw UsageError(fmt::format("--lr must be >= 0, got {}", o.lr));
   if (o.epochs == 0 || o.epochs > kMaxEpochs) throw UsageError(fmt::format("--epochs must be in [1, {}], got {}", kMaxEpochs, o.epochs));
@@ -75,6 +79,14 @@ void validate(const TrainOptions& o, int world_size) {
 double effective_lr(const TrainOptions& o) {
   if (o.lr > 0.0) return o.lr;
   return o.optimizer == "adam" ? kDefaultAdamLr : kDefaultSgdLr;
+}
+
+double scheduled_lr(const TrainOptions& o, std::size_t step, std::size_t total_steps) {
+  const double base = effective_lr(o);
+  if (o.lr_schedule == "constant" || total_steps == 0) return base;
+  constexpr double kPi = 3.14159265358979323846;
+  const double progress = std::min(1.0, static_cast<double>(step) / static_cast<double>(total_steps));
+  return 0.5 * base * (1.0 + std::cos(kPi * progress));
 }
 
 }  // namespace hetrain::train

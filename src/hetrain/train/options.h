@@ -21,6 +21,7 @@ struct TrainOptions {
   std::string optimizer = "adam";   // adam | sgd
   double lr = 0.0;                  // 0 = the optimizer's default
   double momentum = 0.9;            // sgd only
+  std::string lr_schedule = "cosine";  // cosine (to 0 over the run) | constant
   std::size_t epochs = 1;
   std::size_t global_batch = kDefaultGlobalBatch;
   std::size_t max_steps = 0;        // stop after this many steps in all (0 = no limit)
@@ -55,5 +56,10 @@ void validate(const TrainOptions& o, int world_size);
 
 // The optimizer's learning rate after defaults are applied.
 double effective_lr(const TrainOptions& o);
+
+// The learning rate at `step` of a run of `total_steps` steps: the same
+// function of the step on every worker, so the schedule keeps the N-worker
+// run equal to the 1-worker run.
+double scheduled_lr(const TrainOptions& o, std::size_t step, std::size_t total_steps);
 
 }  // namespace hetrain::train

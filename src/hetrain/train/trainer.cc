@@ -194,6 +194,10 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   m.global_batch = B;
   m.speeds = o.speeds;
 
+  const std::size_t steps_in_epoch = data::steps_per_epoch(train_n, B);
+  const std::size_t planned_steps =
+      o.max_steps != 0 ? std::min(o.max_steps, o.epochs * steps_in_epoch) : o.epochs * steps_in_epoch;
+
   const auto run_start = Clock::now();
   std::size_t total_steps = 0;
   bool stop = false;
@@ -201,7 +205,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     const auto epoch_start = Clock::now();
     const auto perm_vec = data::epoch_permutation(train_n, o.seed, epoch);
     const auto perm = torch::tensor(std::vector<std::int64_t>(perm_vec.begin(), perm_vec.end()));
-    const std::size_t steps = data::steps_per_epoch(train_n, B);
+    const std::size_t steps = steps_in_epoch;
     std::vector<std::size_t> my_batch;
     std::vector<double> my_compute, my_wait;
     double loss_sum = 0.0;
@@ -242,6 +246,8 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       const auto t1 = Clock::now();
       group.allreduce_sum(std::span<float>(buffer));
       const double wait = seconds_since(t1);
+      const double lr = scheduled_lr(o, total_steps, planned_steps);
+      for (auto& g : optimizer->param_groups()) g.options().set_lr(lr);
       optimizer->step();
 
       alloc::Observation obs;
