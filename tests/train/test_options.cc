@@ -33,7 +33,9 @@ TEST(Validate, RejectsInconsistentFlags) {
   expect_usage([](TrainOptions& o) { o.global_batch = 3; }, 4, "smaller than the number of workers");
   expect_usage([](TrainOptions& o) { o.model = "resnet9000"; }, 1, "unknown model");
   expect_usage([](TrainOptions& o) { o.policy = "magic"; }, 1, "unknown policy");
-  expect_usage([](TrainOptions& o) { o.policy = "static"; }, 2, "--shares");
+  expect_usage([](TrainOptions& o) { o.policy = "static"; o.shares = {1, 2, 3}; }, 2, "--shares");
+  expect_usage([](TrainOptions& o) { o.slowdowns = {{4, 10, 0.5}}; }, 4, "rank 4");
+  expect_usage([](TrainOptions& o) { o.slowdowns = {{1, 10, 1.5}}; }, 4, "(0, 1]");
   expect_usage([](TrainOptions& o) { o.shares = {1, 2}; }, 2, "only to --policy static");
   expect_usage([](TrainOptions& o) { o.policy = "static"; o.shares = {1, -2}; }, 2, "> 0");
   expect_usage([](TrainOptions& o) { o.max_local_batch = 10; }, 4, "cannot hold");
@@ -42,6 +44,23 @@ TEST(Validate, RejectsInconsistentFlags) {
   expect_usage([](TrainOptions& o) { o.epochs = 0; }, 1, "--epochs");
   expect_usage([](TrainOptions& o) { o.timeout_seconds = 0; }, 1, "--timeout");
   expect_usage([](TrainOptions& o) { o.optimizer = "lbfgs"; }, 1, "unknown optimizer");
+}
+
+TEST(Slowdown, ParsesAndAppliesFromItsStepOn) {
+  TrainOptions o;
+  o.speeds = {1, 1, 0.5};
+  o.slowdowns = parse_slowdowns("2@200:0.25,1@10:0.5,2@300:1");
+  ASSERT_EQ(o.slowdowns.size(), 3u);
+  EXPECT_NO_THROW(validate(o, 3));
+  EXPECT_DOUBLE_EQ(emulated_speed(o, 2, 199), 0.5);
+  EXPECT_DOUBLE_EQ(emulated_speed(o, 2, 200), 0.25);
+  EXPECT_DOUBLE_EQ(emulated_speed(o, 2, 300), 1.0);
+  EXPECT_DOUBLE_EQ(emulated_speed(o, 1, 9), 1.0);
+  EXPECT_DOUBLE_EQ(emulated_speed(o, 1, 10), 0.5);
+  EXPECT_DOUBLE_EQ(emulated_speed(o, 0, 1000), 1.0);
+  for (const char* bad : {"2@200", "x@1:0.5", "1@2:0.5x", "@1:0.5", "1@:0.5", "1@1:"}) {
+    EXPECT_THROW(parse_slowdowns(bad), UsageError) << bad;
+  }
 }
 
 TEST(EffectiveLr, DefaultsDependOnTheOptimizer) {

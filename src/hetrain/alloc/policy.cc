@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "hetrain/alloc/adaptive.h"
 #include "hetrain/common/error.h"
 
 namespace hetrain::alloc {
@@ -26,6 +27,12 @@ std::unique_ptr<Policy> make_policy(const PolicyConfig& c) {
     const std::vector<double> ones(c.workers, 1.0);
     return std::make_unique<FixedPolicy>(split_proportional(ones, c.global_batch, c.bounds));
   }
+  if (c.name == "adaptive") {
+    return std::make_unique<AdaptivePolicy>(c.workers, c.global_batch, c.bounds);
+  }
+  if (c.name == "static" && c.shares.empty()) {
+    return std::make_unique<ProfiledStaticPolicy>(c.workers, c.global_batch, c.bounds, c.profile_steps);
+  }
   if (c.name == "static") {
     if (c.shares.size() != c.workers) {
       throw UsageError(fmt::format("--shares has {} values but there are {} workers",
@@ -33,7 +40,7 @@ std::unique_ptr<Policy> make_policy(const PolicyConfig& c) {
     }
     return std::make_unique<FixedPolicy>(split_proportional(c.shares, c.global_batch, c.bounds));
   }
-  throw UsageError(fmt::format("unknown policy '{}' (expected equal or static)", c.name));
+  throw UsageError(fmt::format("unknown policy '{}' (expected equal, static or adaptive)", c.name));
 }
 
 std::vector<std::size_t> scale_split(const std::vector<std::size_t>& full, std::size_t total,

@@ -25,6 +25,7 @@ Examples:
   hetrain run -n 4 --model cnn --epochs 3 --metrics cnn.json
   hetrain run -n 4 --speeds 1,1,1,0.25 --policy equal --epochs 1
   hetrain run -n 3 --policy static --shares 4,4,1 --data synthetic
+  hetrain run -n 4 --policy adaptive --speeds 1,1,1,0.25 --slowdown 1@300:0.5
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 hetrain worker --model mlp
   mpirun -np 4 -x MASTER_ADDR=node0 -x MASTER_PORT=29500 hetrain worker --model cnn
 )";
@@ -38,6 +39,9 @@ void add_launch_options(CLI::App& app, LaunchOptions& l) {
 }
 
 void add_train_options(CLI::App& app, train::TrainOptions& o) {
+  app.add_option_function<std::string>(
+      "--slowdown", [&o](const std::string& v) { o.slowdowns = train::parse_slowdowns(v); },
+      "Change emulated speeds mid-run: RANK@STEP:SPEED,... (e.g. 2@200:0.25; SPEED in (0,1])");
   app.add_option("--model", o.model, "Model: mlp | cnn")->capture_default_str();
   app.add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
   app.add_option("-b,--global-batch", o.global_batch, "Global batch B, fixed whatever the split")->capture_default_str();
@@ -54,8 +58,9 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--test-labels", o.test_labels, "Test labels (idx1)");
   app.add_option("--synthetic-train", o.synthetic_train, "Synthetic training samples")->capture_default_str();
   app.add_option("--synthetic-test", o.synthetic_test, "Synthetic test samples")->capture_default_str();
-  app.add_option("--policy", o.policy, "Allocation: equal | static")->capture_default_str();
-  app.add_option("--shares", o.shares, "static: relative shares, one per worker (e.g. 4,4,4,1)")->delimiter(',');
+  app.add_option("--policy", o.policy, "Allocation: equal | static | adaptive")->capture_default_str();
+  app.add_option("--shares", o.shares, "static: relative shares, one per worker (e.g. 4,4,4,1); without it, static profiles first")->delimiter(',');
+  app.add_option("--profile-steps", o.profile_steps, "static without --shares: steps measured before the split is frozen")->capture_default_str();
   app.add_option("--min-local-batch", o.min_local_batch, "Smallest local batch of any worker");
   app.add_option("--max-local-batch", o.max_local_batch, "Largest local batch of any worker (memory cap; 0: none)");
   app.add_option("--speeds", o.speeds,

@@ -32,10 +32,10 @@ void validate(const TrainOptions& o, int world_size) {
     throw UsageError(fmt::format("global batch {} is smaller than the number of workers {}",
                                  o.global_batch, n));
   }
-  if (o.policy != "equal" && o.policy != "static") {
-    throw UsageError(fmt::format("unknown policy '{}' (expected equal or static)", o.policy));
+  if (o.policy != "equal" && o.policy != "static" && o.policy != "adaptive") {
+    throw UsageError(fmt::format("unknown policy '{}' (expected equal, static or adaptive)", o.policy));
   }
-  if (o.policy == "static" && o.shares.size() != n) {
+  if (o.policy == "static" && !o.shares.empty() && o.shares.size() != n) {
     throw UsageError(fmt::format("--policy static needs --shares with one value per worker: got {} for {} workers",
                                  o.shares.size(), n));
   }
@@ -50,6 +50,10 @@ void validate(const TrainOptions& o, int world_size) {
   }
   for (double s : o.speeds) {
     if (!(s > 0.0 && s <= 1.0)) throw UsageError(fmt::format("--speeds values must be in (0, 1], got {}", s));
+  }
+  for (const auto& c : o.slowdowns) {
+    if (c.rank >= n) throw UsageError(fmt::format("--slowdown names rank {} but there are {} workers", c.rank, n));
+    if (!(c.speed > 0.0 && c.speed <= 1.0)) throw UsageError(fmt::format("--slowdown speeds must be in (0, 1], got {}", c.speed));
   }
   if (o.max_local_batch != 0 && o.min_local_batch > o.max_local_batch) {
     throw UsageError(fmt::format("--min-local-batch {} exceeds --max-local-batch {}", o.min_local_batch, o.max_local_batch));
@@ -74,6 +78,47 @@ void validate(const TrainOptions& o, int world_size) {
   if (!(o.timeout_seconds > 0.0) || !std::isfinite(o.timeout_seconds)) {
     throw UsageError(fmt::format("--timeout must be > 0 seconds, got {}", o.timeout_seconds));
   }
+}
+
+std::vector<TrainOptions::SpeedChange> parse_slowdowns(const std::string& text) {
+  std::vector<TrainOptions::SpeedChange> out;
+  std::size_t pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    const std::size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    TrainOptions::SpeedChange c;
+    std::size_t consumed = 0;
+    const auto at = item.find('@'), colon = item.find(':');
+    bool ok = at != std::string::npos && colon != std::string::npos && at < colon && at > 0;
+    try {
+      if (ok) {
+        c.rank = std::stoul(item.substr(0, at), &consumed);
+        ok = consumed == at;
+        c.step = std::stoul(item.substr(at + 1, colon - at - 1), &consumed);
+        ok = ok && consumed == colon - at - 1;
+        c.speed = std::stod(item.substr(colon + 1), &consumed);
+        ok = ok && consumed == item.size() - colon - 1;
+      }
+    } catch (const std::exception&) {
+      ok = false;
+    }
+    if (!ok) throw UsageError(fmt::format("--slowdown item '{}' is not RANK@STEP:SPEED", item));
+    out.push_back(c);
+    pos = end + 1;
+  }
+  return out;
+}
+
+double emulated_speed(const TrainOptions& o, std::size_t rank, std::size_t step) {
+  double speed = o.speeds.empty() ? 1.0 : o.speeds[rank];
+  std::size_t latest = 0;
+  bool any = false;
+  for (const auto& c : o.slowdowns) {
+    if (c.rank == rank && c.step <= step && (!any || c.step >= latest)) {
+      speed = c.speed, latest = c.step, any = true;
+    }
+  }
+  return speed;
 }
 
 double effective_lr(const TrainOptions& o) {

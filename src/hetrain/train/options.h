@@ -35,13 +35,21 @@ struct TrainOptions {
   std::size_t synthetic_test = kDefaultSyntheticTest;
 
   // Allocation.
-  std::string policy = "equal";     // equal | static
-  std::vector<double> shares;       // static: one per worker
+  std::string policy = "equal";     // equal | static | adaptive
+  std::vector<double> shares;       // static: one per worker; empty = profile first
+  std::size_t profile_steps = 20;   // static without --shares: steps measured first
   std::size_t min_local_batch = 0;
   std::size_t max_local_batch = 0;  // 0 = no cap
 
   // Heterogeneity emulation: worker i sleeps c*(1/s_i - 1) after computing.
   std::vector<double> speeds;
+  // Time-varying emulation: from global step `step` on, `rank` runs at `speed`.
+  struct SpeedChange {
+    std::size_t rank = 0;
+    std::size_t step = 0;
+    double speed = 1.0;
+  };
+  std::vector<SpeedChange> slowdowns;
 
   // Running.
   std::string metrics_path;
@@ -53,6 +61,12 @@ struct TrainOptions {
 // Throws UsageError naming the first problem found, for a world of
 // `world_size` workers.
 void validate(const TrainOptions& o, int world_size);
+
+// Parses --slowdown "RANK@STEP:SPEED,..." (throws UsageError).
+std::vector<TrainOptions::SpeedChange> parse_slowdowns(const std::string& text);
+
+// The emulated speed of `rank` at global step `step` (1 = real speed).
+double emulated_speed(const TrainOptions& o, std::size_t rank, std::size_t step);
 
 // The optimizer's learning rate after defaults are applied.
 double effective_lr(const TrainOptions& o);

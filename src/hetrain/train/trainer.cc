@@ -174,6 +174,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   alloc::PolicyConfig pc;
   pc.name = o.policy;
   pc.shares = o.shares;
+  pc.profile_steps = o.profile_steps;
   pc.workers = n;
   pc.global_batch = B;
   pc.bounds.min_local = o.min_local_batch;
@@ -183,7 +184,6 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   const Tensors train_t = as_tensors(data.train);
   const Tensors test_t = as_tensors(data.test);
   const std::size_t train_n = data.train.size();
-  const double speed = o.speeds.empty() ? 1.0 : o.speeds[rank];
 
   TrainResult result;
   RunMetrics& m = result.metrics;
@@ -235,7 +235,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
         scaled_loss = scaled.item<double>();
       }
       const double real_compute = seconds_since(t0);
-      if (speed < 1.0) {
+      if (const double speed = emulated_speed(o, rank, total_steps); speed < 1.0) {
         // Emulated slower device: stretch the real compute to c / s.
         std::this_thread::sleep_for(std::chrono::duration<double>(real_compute * (1.0 / speed - 1.0)));
       }

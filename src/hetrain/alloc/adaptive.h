@@ -1,0 +1,71 @@
+// Self-adaptive allocation: every worker fits each worker's cost model from
+// the compute times reduced with the gradients, and computes the same next
+// split. No coordinator: same numbers in, same split out.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "hetrain/alloc/cost_model.h"
+#include "hetrain/alloc/policy.h"
+
+namespace hetrain::alloc {
+
+struct WorkerModel {
+  double overhead = 0.0;  // a_i, seconds
+  double speed = 1.0;     // v_i, samples per second
+};
+
+struct SolvedSplit {
+  std::vector<std::size_t> split;
+  double makespan = 0.0;  // predicted seconds of the slowest worker
+};
+
+// Predicted step compute time of `split`: max_i a_i + b_i / v_i (workers
+// with b_i = 0 take no time).
+double predicted_makespan(const std::vector<WorkerModel>& models, const std::vector<std::size_t>& split);
+
+// Terms: T is the common finish time. For a given T worker i can take
+// b_i(T) = clamp((T - a_i) v_i, lo, hi) samples; sum_i b_i(T) grows with T,
+// so bisection finds the smallest T whose capacity holds B (water-filling).
+// The real-valued b_i(T) are then rounded by largest remainder within the
+// bounds, which keeps sum b_i = B.
+SolvedSplit solve_split(const std::vector<WorkerModel>& models, std::size_t total, const Bounds& bounds);
+
+struct AdaptiveConfig {
+  CostModelConfig model;
+  // Move only when the predicted step gets at least this much faster
+  // (relative): noise inside the dead-band moves nothing.
+  double dead_band = 0.05;
+};
+
+class AdaptivePolicy final : public Policy {
+ public:
+  AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds, AdaptiveConfig config = {});
+  std::vector<std::size_t> split() const override { return split_; }
+  void observe(const Observation& obs) override;
+  // What the policy currently believes (for metrics, checkpoints, the simulator).
+  std::vector<WorkerModel> models() const;
+
+ private:
+  std::size_t global_batch_;
+  Bounds bounds_;
+  AdaptiveConfig config_;
+  std::vector<CostModel> cost_;
+  std::vector<std::size_t> split_;
+};
+
+// `static` without --shares: adaptive for `profile_steps` steps, then the
+// split is frozen for the rest of the run.
+class ProfiledStaticPolicy final : public Policy {
+ public:
+  ProfiledStaticPolicy(std::size_t workers, std::size_t global_batch, Bounds bounds, std::size_t profile_steps);
+  std::vector<std::size_t> split() const override { return inner_.split(); }
+  void observe(const Observation& obs) override;
+
+ private:
+  AdaptivePolicy inner_;
+  std::size_t remaining_;
+};
+
+}  // namespace hetrain::alloc

@@ -1,0 +1,73 @@
+#include "hetrain/alloc/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace hetrain::alloc {
+namespace {
+
+// Smallest per-sample cost accepted from a fit: 1 ns a sample (seconds).
+constexpr double kMinSecondsPerSample = 1e-9;
+
+double median(std::vector<double> v) {
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
+}
+
+}  // namespace
+
+void CostModel::seed(double samples_per_second, double overhead_seconds) {
+  seconds_per_sample_ = 1.0 / samples_per_second;
+  overhead_ = overhead_seconds;
+  window_.clear();
+  surprises_ = 0;
+}
+
+void CostModel::observe(Sample s) {
+  if (!(s.batch > 0.0) || !(s.seconds >= 0.0) || !std::isfinite(s.seconds)) return;
+  if (fitted()) {
+    const double predicted = predict(s.batch);
+    const bool surprise = std::abs(s.seconds - predicted) > config_.change_threshold * predicted;
+    surprises_ = surprise ? surprises_ + 1 : 0;
+  }
+  window_.push_back(s);
+  if (surprises_ >= config_.change_run) {
+    // A real change: forget the old regime, keep the run that showed it.
+    while (window_.size() > config_.change_run) window_.pop_front();
+    surprises_ = 0;
+  }
+  while (window_.size() > config_.window) window_.pop_front();
+  refit();
+}
+
+void CostModel::refit() {
+  std::vector<double> slopes;
+  for (std::size_t i = 0; i < window_.size(); ++i) {
+    for (std::size_t j = i + 1; j < window_.size(); ++j) {
+      const double db = window_[j].batch - window_[i].batch;
+      // Slopes over a batch difference of a sample or two are mostly noise.
+      if (std::abs(db) >= config_.min_batch_spread * std::max(window_[i].batch, window_[j].batch)) slopes.push_back((window_[j].seconds - window_[i].seconds) / db);
+    }
+  }
+  // Slopes need batches that differ by enough to be trusted: at least a
+  // third of the pairs (otherwise one odd batch size dominates).
+  const std::size_t pairs = window_.size() * (window_.size() - 1) / 2;
+  if (!slopes.empty() && 3 * slopes.size() >= pairs) {
+    const double c = std::max(kMinSecondsPerSample, median(slopes));
+    std::vector<double> residuals;
+    for (const auto& s : window_) residuals.push_back(s.seconds - c * s.batch);
+    const double a = std::max(0.0, median(residuals));
+    seconds_per_sample_ = c;
+    overhead_ = a;
+    return;
+  }
+  std::vector<double> costs;
+  for (const auto& s : window_) costs.push_back(std::max(0.0, s.seconds - overhead_) / s.batch);
+  seconds_per_sample_ = std::max(kMinSecondsPerSample, median(costs));
+}
+
+}  // namespace hetrain::alloc

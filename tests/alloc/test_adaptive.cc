@@ -1,0 +1,161 @@
+#include "hetrain/alloc/adaptive.h"
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "hetrain/common/error.h"
+
+namespace hetrain::alloc {
+namespace {
+
+std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.begin(), v.end(), std::size_t{0}); }
+
+TEST(CostModel, RecoversOverheadAndSpeedFromVaryingBatches) {
+  CostModel m;
+  const double a = 0.02, v = 500.0;
+  for (double b : {10.0, 40.0, 20.0, 60.0, 30.0, 50.0}) m.observe({b, a + b / v});
+  ASSERT_TRUE(m.fitted());
+  EXPECT_NEAR(m.overhead(), a, 1e-9);
+  EXPECT_NEAR(m.speed(), v, 1e-6);
+}
+
+TEST(CostModel, IgnoresAnIsolatedSpikeButFollowsARealChange) {
+  CostModel m;
+  for (int i = 0; i < 10; ++i) m.observe({32.0, 32.0 / 100.0});
+  m.observe({32.0, 10 * 32.0 / 100.0});  // one spike
+  EXPECT_NEAR(m.speed(), 100.0, 1e-6);
+  for (int i = 0; i < 3; ++i) m.observe({32.0, 32.0 / 25.0});  // 4x slower, for real
+  EXPECT_NEAR(m.speed(), 25.0, 1e-6);
+}
+
+TEST(SolveSplit, ProportionalToSpeedWithoutOverheads) {
+  const std::vector<WorkerModel> ms{{0, 400}, {0, 400}, {0, 400}, {0, 100}};
+  const auto s = solve_split(ms, 130, {});
+  EXPECT_EQ(s.split, (std::vector<std::size_t>{40, 40, 40, 10}));
+  EXPECT_NEAR(s.makespan, 0.1, 1e-12);
+}
+
+TEST(SolveSplit, OverheadShiftsWorkAwayAndBoundsHold) {
+  const std::vector<WorkerModel> ms{{0.05, 1000}, {0, 1000}, {0, 1000}};
+  const auto s = solve_split(ms, 300, {});
+  EXPECT_EQ(sum(s.split), 300u);
+  EXPECT_LT(s.split[0], s.split[1]);
+  // Finish times are equal up to one sample's cost.
+  EXPECT_NEAR(0.05 + s.split[0] / 1000.0, s.split[1] / 1000.0, 2.0 / 1000.0);
+
+  Bounds capped;
+  capped.max_local = 30;
+  const std::vector<WorkerModel> fast_first{{0, 10000}, {0, 100}, {0, 100}, {0, 100}};
+  const auto c = solve_split(fast_first, 64, capped);
+  EXPECT_EQ(c.split[0], 30u);
+  EXPECT_EQ(sum(c.split), 64u);
+}
+
+TEST(SolveSplit, SumIsBAndBoundsHoldForRandomClusters) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> speed(10.0, 5000.0), over(0.0, 0.05);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t n = 1 + rng() % 12, total = n + rng() % 500;
+    std::vector<WorkerModel> ms(n);
+    for (auto& m : ms) m = {over(rng), speed(rng)};
+    Bounds b;
+    b.min_local = rng() % 2;
+    b.max_local = (total + n - 1) / n + rng() % 200;
+    const auto s = solve_split(ms, total, b);
+    ASSERT_EQ(sum(s.split), total);
+    for (auto x : s.split) {
+      EXPECT_GE(x, b.min_local);
+      EXPECT_LE(x, b.max_local);
+    }
+  }
+}
+
+TEST(SolveSplit, InfeasibleBoundsAreAClearError) {
+  Bounds b;
+  b.max_local = 10;
+  EXPECT_THROW(solve_split({{0, 1}, {0, 1}}, 64, b), UsageError);
+}
+
+// A cluster whose true cost is t_i(b) = b / v_i, with multiplicative noise.
+struct Cluster {
+  std::vector<double> speed;
+  double noise = 0.0;
+  std::mt19937_64 rng{7};
+  Observation step(const std::vector<std::size_t>& split) {
+    std::uniform_real_distribution<double> u(-noise, noise);
+    Observation o;
+    o.local_batch = split;
+    for (std::size_t i = 0; i < split.size(); ++i) {
+      o.compute_seconds.push_back(static_cast<double>(split[i]) / speed[i] * (1.0 + u(rng)));
+    }
+    return o;
+  }
+};
+
+double max_relative_gap(const std::vector<std::size_t>& split, const std::vector<double>& speed, std::size_t total) {
+  const double vs = std::accumulate(speed.begin(), speed.end(), 0.0);
+  double worst = 0.0;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const double ideal = static_cast<double>(total) * speed[i] / vs;
+    worst = std::max(worst, std::abs(static_cast<double>(split[i]) - ideal) / ideal);
+  }
+  return worst;
+}
+
+TEST(AdaptivePolicy, StartsEqualAndConvergesToTheProportionalSplit) {
+  AdaptivePolicy p(4, 256, {});
+  EXPECT_EQ(p.split(), (std::vector<std::size_t>{64, 64, 64, 64}));
+  Cluster c{{400, 400, 400, 100}, 0.02};
+  for (int s = 0; s < 5; ++s) p.observe(c.step(p.split()));
+  EXPECT_LT(max_relative_gap(p.split(), c.speed, 256), 0.10);
+  EXPECT_EQ(sum(p.split()), 256u);
+}
+
+TEST(AdaptivePolicy, NoiseInsideTheDeadBandMovesNothing) {
+  AdaptivePolicy p(4, 256, {});
+  Cluster c{{400, 400, 400, 400}, 0.02};  // +-2% < 5% dead-band
+  for (int s = 0; s < 100; ++s) {
+    p.observe(c.step(p.split()));
+    ASSERT_EQ(p.split(), (std::vector<std::size_t>{64, 64, 64, 64})) << "step " << s;
+  }
+}
+
+TEST(AdaptivePolicy, FollowsAWorkerThatBecomesFourTimesSlowerWithinFiveSteps) {
+  AdaptivePolicy p(4, 256, {});
+  Cluster c{{400, 400, 400, 400}, 0.03};
+  for (int s = 0; s < 30; ++s) p.observe(c.step(p.split()));
+  c.speed[2] = 100;
+  for (int s = 0; s < 5; ++s) p.observe(c.step(p.split()));
+  EXPECT_LT(max_relative_gap(p.split(), c.speed, 256), 0.10);
+  // and back when it recovers
+  c.speed[2] = 400;
+  for (int s = 0; s < 5; ++s) p.observe(c.step(p.split()));
+  EXPECT_LT(max_relative_gap(p.split(), c.speed, 256), 0.10);
+}
+
+TEST(AdaptivePolicy, RespectsTheMemoryCap) {
+  Bounds b;
+  b.max_local = 80;
+  AdaptivePolicy p(4, 256, b);
+  Cluster c{{10000, 100, 100, 100}, 0.0};
+  for (int s = 0; s < 10; ++s) p.observe(c.step(p.split()));
+  EXPECT_EQ(p.split()[0], 80u);
+  EXPECT_EQ(sum(p.split()), 256u);
+}
+
+TEST(ProfiledStaticPolicy, MeasuresThenFreezes) {
+  ProfiledStaticPolicy p(4, 256, {}, 5);
+  Cluster c{{400, 400, 400, 100}, 0.0};
+  for (int s = 0; s < 5; ++s) p.observe(c.step(p.split()));
+  const auto frozen = p.split();
+  EXPECT_LT(max_relative_gap(frozen, c.speed, 256), 0.10);
+  c.speed = {100, 400, 400, 400};
+  for (int s = 0; s < 10; ++s) p.observe(c.step(p.split()));
+  EXPECT_EQ(p.split(), frozen);
+}
+
+}  // namespace
+}  // namespace hetrain::alloc
