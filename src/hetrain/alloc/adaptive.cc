@@ -76,6 +76,7 @@ std::vector<WorkerModel> AdaptivePolicy::models() const {
 void AdaptivePolicy::observe(const Observation& obs) {
   HETRAIN_ENFORCE_EQ(obs.local_batch.size(), cost_.size());
   HETRAIN_ENFORCE_EQ(obs.compute_seconds.size(), cost_.size());
+  if (seen_++ < config_.warmup_steps) return;
   for (std::size_t i = 0; i < cost_.size(); ++i) {
     cost_[i].observe({static_cast<double>(obs.local_batch[i]), obs.compute_seconds[i]});
   }

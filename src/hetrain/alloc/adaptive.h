@@ -37,6 +37,8 @@ struct AdaptiveConfig {
   // Move only when the predicted step gets at least this much faster
   // (relative): noise inside the dead-band moves nothing.
   double dead_band = 0.05;
+  // Steps ignored at the start: the first pays for lazy initialisation.
+  std::size_t warmup_steps = 1;
 };
 
 class AdaptivePolicy final : public Policy {
@@ -53,6 +55,7 @@ class AdaptivePolicy final : public Policy {
   AdaptiveConfig config_;
   std::vector<CostModel> cost_;
   std::vector<std::size_t> split_;
+  std::size_t seen_ = 0;
 };
 
 // `static` without --shares: adaptive for `profile_steps` steps, then the

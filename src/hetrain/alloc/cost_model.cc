@@ -53,10 +53,10 @@ void CostModel::refit() {
       if (std::abs(db) >= config_.min_batch_spread * std::max(window_[i].batch, window_[j].batch)) slopes.push_back((window_[j].seconds - window_[i].seconds) / db);
     }
   }
-  // Slopes need batches that differ by enough to be trusted: at least a
-  // third of the pairs (otherwise one odd batch size dominates).
+  // Slopes need batches that differ by enough to be trusted: enough pairs,
+  // and at least a third of them (otherwise one odd batch size dominates).
   const std::size_t pairs = window_.size() * (window_.size() - 1) / 2;
-  if (!slopes.empty() && 3 * slopes.size() >= pairs) {
+  if (slopes.size() >= config_.min_slopes && 3 * slopes.size() >= pairs) {
     const double c = std::max(kMinSecondsPerSample, median(slopes));
     std::vector<double> residuals;
     for (const auto& s : window_) residuals.push_back(s.seconds - c * s.batch);

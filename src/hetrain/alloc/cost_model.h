@@ -15,6 +15,7 @@ struct CostModelConfig {
   std::size_t change_run = 3;       // consecutive surprises that mean a real change (steps)
   double change_threshold = 0.25;   // relative error of a prediction that counts as a surprise
   double min_batch_spread = 0.1;    // pairs whose batches differ by less (relative) give no slope
+  std::size_t min_slopes = 6;       // pairs needed before the overhead is fitted at all
 };
 
 struct Sample {
