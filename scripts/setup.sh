@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev libgloo-dev dataset-fashion-mnist zlib1g-dev
+  libopenblas0-openmp  # an optimised BLAS for libtorch; the default is the slow reference one
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
 )
 if [[ "${1:-}" == "--peer" ]]; then

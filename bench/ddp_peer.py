@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The peer hetrain is measured against: PyTorch DistributedDataParallel (Gloo).
+
+Same models (architecture and init distribution), same global batch B, same
+data (Fashion-MNIST from Debian's package), same per-epoch permutation idea:
+each global batch of B samples is cut into N equal slices, as DDP users do.
+Launch with torchrun:
+
+  python3 -m torch.distributed.run --nproc_per_node 4 bench/ddp_peer.py --model mlp -b 256
+
+--speeds emulates a slower device the way hetrain does: worker i measures its
+forward+backward time c and sleeps c*(1/s_i - 1) before the optimizer step.
+(DDP's backward includes the gradient allreduce; the slow worker arrives last,
+so its own allreduce wait is only the transfer, and c is essentially compute.)
+Writes a small JSON (wall_seconds, epochs) on rank 0.
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+DATA = "/usr/share/datasets/fashion-mnist"
+PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530
+
+
+def read_idx(path, header):
+    with gzip.open(path, "rb") as f:
+        return np.frombuffer(f.read(), dtype=np.uint8, offset=header)
+
+
+def load(split):
+    x = read_idx(f"{DATA}/{split}-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)
+    y = read_idx(f"{DATA}/{split}-labels-idx1-ubyte.gz", 8)
+    return torch.from_numpy(x.copy()), torch.from_numpy(y.astype(np.int64))
+
+
+def normalise(u8):
+    return (u8.float() / 255.0 - PIXEL_MEAN) / PIXEL_STD
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(784, 256), nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc1, self.fc2 = nn.Linear(32 * 7 * 7, 128), nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+    p.add_argument("-b", "--global-batch", type=int, default=256)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--max-steps", type=int, default=0)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--speeds", default="")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--metrics", default="")
+    a = p.parse_args()
+
+    torch.set_num_threads(a.threads)
+    dist.init_process_group("gloo")
+    rank, n = dist.get_rank(), dist.get_world_size()
+    speeds = [float(s) for s in a.speeds.split(",")] if a.speeds else [1.0] * n
+    assert len(speeds) == n, "--speeds needs one value per worker"
+    torch.manual_seed(a.seed)
+    model = nn.parallel.DistributedDataParallel(Mlp() if a.model == "mlp" else Cnn())
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    xtr, ytr = load("train")
+    xte, yte = load("t10k")
+    B = a.global_batch
+    steps = math.ceil(len(ytr) / B)
+    lo, hi = rank * B // n, (rank + 1) * B // n  # DDP: equal slices
+
+    dist.barrier()
+    start = time.perf_counter()
+    epochs, total = [], 0
+    for epoch in range(a.epochs):
+        t_epoch = time.perf_counter()
+        perm = torch.randperm(len(ytr), generator=torch.Generator().manual_seed(a.seed + epoch))
+        for step in range(steps):
+            if a.max_steps and total >= a.max_steps:
+                break
+            idx = perm[step * B:(step + 1) * B]
+            mine = idx[lo * len(idx) // B:hi * len(idx) // B]
+            t0 = time.perf_counter()
+            opt.zero_grad()
+            loss = F.cross_entropy(model(normalise(xtr[mine])), ytr[mine])
+            loss.backward()
+            c = time.perf_counter() - t0
+            if speeds[rank] < 1.0:
+                time.sleep(c * (1.0 / speeds[rank] - 1.0))
+            opt.step()
+            total += 1
+        with torch.no_grad():
+            share = slice(rank * len(yte) // n, (rank + 1) * len(yte) // n)
+            correct = (model.module(normalise(xte[share])).argmax(1) == yte[share]).sum().double()
+            counts = torch.stack([correct, torch.tensor(float(len(yte[share])), dtype=torch.float64)])
+            dist.all_reduce(counts)
+        epochs.append({"epoch": epoch + 1, "seconds": time.perf_counter() - t_epoch,
+                       "test_accuracy": (counts[0] / counts[1]).item()})
+    wall = time.perf_counter() - start
+    if rank == 0:
+        doc = {"wall_seconds": wall, "epochs": epochs, "world_size": n, "model": a.model,
+               "global_batch": B, "speeds": speeds, "peer": "pytorch-ddp-gloo"}
+        if a.metrics:
+            with open(a.metrics + ".tmp", "w") as f:
+                json.dump(doc, f)
+            os.replace(a.metrics + ".tmp", a.metrics)
+        print(f"ddp: {wall:.2f} s, test accuracy {epochs[-1]['test_accuracy']:.4f}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
