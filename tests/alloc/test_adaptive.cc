@@ -1,17 +1,18 @@
-#include "hetrain/alloc/adaptive.h"
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <numeric>
 #include <random>
 
-#include <gtest/gtest.h>
-
+#include "hetrain/alloc/adaptive.h"
 #include "hetrain/common/error.h"
 
 namespace hetrain::alloc {
 namespace {
 
-std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.begin(), v.end(), std::size_t{0}); }
+std::size_t sum(const std::vector<std::size_t>& v) {
+  return std::accumulate(v.begin(), v.end(), std::size_t{0});
+}
 
 TEST(CostModel, RecoversOverheadAndSpeedFromVaryingBatches) {
   CostModel m;
@@ -95,7 +96,8 @@ struct Cluster {
   }
 };
 
-double max_relative_gap(const std::vector<std::size_t>& split, const std::vector<double>& speed, std::size_t total) {
+double max_relative_gap(const std::vector<std::size_t>& split, const std::vector<double>& speed,
+                        std::size_t total) {
   const double vs = std::accumulate(speed.begin(), speed.end(), 0.0);
   double worst = 0.0;
   for (std::size_t i = 0; i < split.size(); ++i) {

@@ -1,16 +1,17 @@
-#include "hetrain/alloc/split.h"
+#include <gtest/gtest.h>
 
 #include <numeric>
 
-#include <gtest/gtest.h>
-
 #include "hetrain/alloc/policy.h"
+#include "hetrain/alloc/split.h"
 #include "hetrain/common/error.h"
 
 namespace hetrain::alloc {
 namespace {
 
-std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.begin(), v.end(), std::size_t{0}); }
+std::size_t sum(const std::vector<std::size_t>& v) {
+  return std::accumulate(v.begin(), v.end(), std::size_t{0});
+}
 
 TEST(SplitEqual, SpreadsTheRemainderOverTheFirstRanks) {
   EXPECT_EQ(split_equal(4, 64), (std::vector<std::size_t>{16, 16, 16, 16}));

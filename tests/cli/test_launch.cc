@@ -1,15 +1,15 @@
 // End to end: the real `hetrain` binary, real worker processes, real TCP.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <zlib.h>
+#include <sstream>
 
 namespace {
 
@@ -23,9 +23,8 @@ struct Outcome {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetrain_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("hetrain_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -57,7 +56,8 @@ class Cli : public ::testing::Test {
   fs::path dir_;
 };
 
-constexpr const char* kQuick = " --model mlp --data synthetic --synthetic-train 1000 --synthetic-test 200 --threads 1 ";
+constexpr const char* kQuick =
+    " --model mlp --data synthetic --synthetic-train 1000 --synthetic-test 200 --threads 1 ";
 
 TEST_F(Cli, RunLaunchesWorkersThatTrainAndWriteMetrics) {
   const auto metrics = dir_ / "m.json";
@@ -92,10 +92,10 @@ TEST_F(Cli, WorkerReadsTorchrunVariables) {
 }
 
 TEST_F(Cli, BadFlagsGiveOneLineAndExitCodeTwo) {
-  for (const std::string args : {"run -n 4 --speeds 1,1,0.25" + std::string(kQuick),
-                                 "run -n 4 -b 3" + std::string(kQuick),
-                                 "run -n 2 --policy static --shares 1,2,3" + std::string(kQuick),
-                                 std::string("run -n 2 --no-such-flag"), std::string("")}) {
+  for (const std::string args :
+       {"run -n 4 --speeds 1,1,0.25" + std::string(kQuick), "run -n 4 -b 3" + std::string(kQuick),
+        "run -n 2 --policy static --shares 1,2,3" + std::string(kQuick),
+        std::string("run -n 2 --no-such-flag"), std::string("")}) {
     const auto o = hetrain(args);
     EXPECT_EQ(o.code, 2) << args << ": " << o.err;
     EXPECT_EQ(lines(o.err), 1u) << args << ": " << o.err;
@@ -121,6 +121,40 @@ TEST_F(Cli, MissingOrCorruptDataGivesOneLineAndExitCodeThree) {
   EXPECT_EQ(corrupt.code, 3) << corrupt.err;
   EXPECT_EQ(lines(corrupt.err), 1u) << corrupt.err;
   EXPECT_NE(corrupt.err.find("magic"), std::string::npos) << corrupt.err;
+}
+
+// The allocation trace after a worker turns 4x slower at step 200: within 5
+// steps the split comes within 10% of the new split proportional to speed
+// (1, 1, 0.25), measured as sum_i |b_i - p_i| / B. A synthetic per-sample
+// cost (a sleep, --sample-cost-ms) dominates the step, so the measured speeds
+// are those of the emulated devices and not of two shared cores' scheduling.
+TEST_F(Cli, AdaptiveFollowsASlowdownWithinFiveSteps) {
+  const auto metrics = dir_ / "m.json";
+  constexpr std::size_t kB = 384, kAt = 200, kWithin = 5;
+  const auto o = hetrain(
+      "run -n 3 --model mlp --threads 1 --policy adaptive -b 384 --epochs 2 --max-steps 210 "
+      "--sample-cost-ms 0.1 --slowdown 2@200:0.25 -q --metrics " +
+      metrics.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto doc = nlohmann::json::parse(slurp(metrics));
+  const auto& alloc = doc["allocation"];
+  ASSERT_GT(alloc.size(), kAt + kWithin);
+  auto gap = [&](std::size_t step) {
+    const std::vector<double> shares{1, 1, 0.25};
+    double total = 0.0, gap = 0.0;
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+      const double b = alloc[step][i].get<double>();
+      total += b;
+      gap += std::abs(b - kB * shares[i] / 2.25);
+    }
+    EXPECT_EQ(total, kB);
+    return gap / kB;
+  };
+  EXPECT_GT(gap(kAt), 0.10) << "before the slowdown the split is not already the new one: " << alloc[kAt];
+  double best = 1.0;
+  for (std::size_t s = kAt + 1; s <= kAt + kWithin; ++s) best = std::min(best, gap(s));
+  EXPECT_LT(best, 0.10) << "steps 201..205: " << alloc[kAt + 1] << alloc[kAt + 2] << alloc[kAt + 3]
+                        << alloc[kAt + 4] << alloc[kAt + 5];
 }
 
 TEST_F(Cli, HelpListsTheSubcommandsAndExamples) {

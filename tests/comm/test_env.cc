@@ -1,9 +1,8 @@
-#include "hetrain/comm/env.h"
+#include <gtest/gtest.h>
 
 #include <map>
 
-#include <gtest/gtest.h>
-
+#include "hetrain/comm/env.h"
 #include "hetrain/common/error.h"
 
 namespace hetrain::comm {
@@ -26,8 +25,11 @@ TEST(WorldFromEnv, NoLauncherIsAWorldOfOne) {
 }
 
 TEST(WorldFromEnv, ReadsTorchrunVariables) {
-  const auto w = world_from_env(fake({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"},
-                                      {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.1.2.3"},
+  const auto w = world_from_env(fake({{"RANK", "2"},
+                                      {"WORLD_SIZE", "4"},
+                                      {"LOCAL_RANK", "0"},
+                                      {"LOCAL_WORLD_SIZE", "2"},
+                                      {"MASTER_ADDR", "10.1.2.3"},
                                       {"MASTER_PORT", "1234"}}));
   EXPECT_EQ(w.source, "torchrun");
   EXPECT_EQ(w.rank, 2);
@@ -38,14 +40,16 @@ TEST(WorldFromEnv, ReadsTorchrunVariables) {
 }
 
 TEST(WorldFromEnv, ReadsOpenMpiAndSlurmVariables) {
-  const auto m = world_from_env(fake({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "8"},
-                                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}));
+  const auto m = world_from_env(fake(
+      {{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}));
   EXPECT_EQ(m.source, "mpi");
   EXPECT_EQ(m.rank, 3);
   EXPECT_EQ(m.world_size, 8);
   EXPECT_EQ(m.local_world_size, 4);
-  const auto s = world_from_env(fake({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"},
-                                      {"SLURM_NTASKS_PER_NODE", "2(x1)"}, {"MASTER_ADDR", "node0"}}));
+  const auto s = world_from_env(fake({{"SLURM_PROCID", "1"},
+                                      {"SLURM_NTASKS", "2"},
+                                      {"SLURM_NTASKS_PER_NODE", "2(x1)"},
+                                      {"MASTER_ADDR", "node0"}}));
   EXPECT_EQ(s.source, "slurm");
   EXPECT_EQ(s.rank, 1);
   EXPECT_EQ(s.local_world_size, 1);  // "2(x1)" is not a plain number

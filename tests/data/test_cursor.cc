@@ -1,10 +1,9 @@
-#include "hetrain/data/cursor.h"
+#include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include <gtest/gtest.h>
-
 #include "hetrain/alloc/split.h"
+#include "hetrain/data/cursor.h"
 
 namespace hetrain::data {
 namespace {

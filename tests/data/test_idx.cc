@@ -45,8 +45,7 @@ class TempDir {
 Bytes idx(std::initializer_list<std::uint32_t> header, const Bytes& payload) {
   Bytes out;
   for (std::uint32_t v : header) {
-    for (int shift = 24; shift >= 0; shift -= 8)
-      out.push_back(static_cast<std::uint8_t>(v >> shift));
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
   }
   out.insert(out.end(), payload.begin(), payload.end());
   return out;
@@ -63,8 +62,7 @@ void write_gzip(const std::string& path, const Bytes& data) {
   gzFile f = gzopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr) << path;
   if (!data.empty()) {
-    ASSERT_EQ(gzwrite(f, data.data(), static_cast<unsigned>(data.size())),
-              static_cast<int>(data.size()));
+    ASSERT_EQ(gzwrite(f, data.data(), static_cast<unsigned>(data.size())), static_cast<int>(data.size()));
   }
   ASSERT_EQ(gzclose(f), Z_OK);
 }
@@ -145,8 +143,7 @@ TEST_F(IdxTest, ReadsDataLargerThanOneReadChunk) {
   // 3 MiB of pixels crosses the reader's 1 MiB chunk boundary several times.
   const std::uint32_t n = 3 * 1024, rows = 32, cols = 32;
   Bytes pixels(std::size_t{n} * rows * cols), labels(n);
-  for (std::size_t i = 0; i < pixels.size(); ++i)
-    pixels[i] = static_cast<std::uint8_t>(i * 7 + i / 251);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(i * 7 + i / 251);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::uint8_t>(i % 10);
   write_pair(idx_images(n, rows, cols, pixels), idx_labels(n, labels));
   const ImageSet set = read_idx_pair(images_, labels_path_);
@@ -186,8 +183,7 @@ TEST_F(IdxTest, TruncatedImages) {
 }
 
 TEST_F(IdxTest, TruncatedLabels) {
-  expect_error(good_images(), idx_labels(kN, {0, 9}), labels_path_,
-               "truncated label data: got 2 of 3 bytes");
+  expect_error(good_images(), idx_labels(kN, {0, 9}), labels_path_, "truncated label data: got 2 of 3 bytes");
 }
 
 TEST_F(IdxTest, CutOffGzipStream) {
@@ -199,8 +195,7 @@ TEST_F(IdxTest, CutOffGzipStream) {
 }
 
 TEST_F(IdxTest, CountMismatch) {
-  expect_error(good_images(), idx_labels(2, {0, 9}), labels_path_,
-               "count mismatch: 3 images but 2 labels");
+  expect_error(good_images(), idx_labels(2, {0, 9}), labels_path_, "count mismatch: 3 images but 2 labels");
   EXPECT_NE(error_reading().find(images_), std::string::npos);
 }
 

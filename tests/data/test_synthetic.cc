@@ -18,8 +18,7 @@ std::vector<double> class_means(const ImageSet& set) {
   std::vector<std::size_t> count(set.num_classes, 0);
   for (std::size_t i = 0; i < set.size(); ++i) {
     ++count[set.labels[i]];
-    for (std::size_t p = 0; p < image; ++p)
-      sum[set.labels[i] * image + p] += set.pixels[i * image + p];
+    for (std::size_t p = 0; p < image; ++p) sum[set.labels[i] * image + p] += set.pixels[i * image + p];
   }
   for (std::size_t c = 0; c < set.num_classes; ++c) {
     for (std::size_t p = 0; p < image; ++p) sum[c * image + p] /= static_cast<double>(count[c]);
@@ -113,8 +112,7 @@ TEST(Synthetic, ClassPrototypesDifferAndAreLearnable) {
   for (std::size_t a = 0; a < classes; ++a) {
     for (std::size_t b = a + 1; b < classes; ++b) {
       double l1 = 0;
-      for (std::size_t p = 0; p < image; ++p)
-        l1 += std::abs(means[a * image + p] - means[b * image + p]);
+      for (std::size_t p = 0; p < image; ++p) l1 += std::abs(means[a * image + p] - means[b * image + p]);
       EXPECT_GT(l1 / image, 40.0) << "classes " << a << " and " << b;
     }
   }

@@ -1,11 +1,11 @@
 // The exactness claim: an N-worker run with any split takes the same
 // optimizer steps as a 1-worker run on the same seed. N threads act as N
 // ranks over real Gloo (an in-memory store, TCP on loopback).
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <exception>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "hetrain/comm/gloo/gloo_group.h"
 #include "hetrain/common/error.h"
@@ -35,14 +35,16 @@ std::vector<TrainResult> run_world(const TrainOptions& o, const data::DataSplit&
     });
   }
   for (auto& t : threads) t.join();
-  for (auto& e : errors) if (e) std::rethrow_exception(e);
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
   return results;
 }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());
   double m = 0.0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(double(a[i]) - double(b[i])));
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    m = std::max(m, std::abs(double(a[i]) - double(b[i])));
   return m;
 }
 
@@ -96,6 +98,21 @@ TEST_P(Equivalence, EqualSplitMatchesOneWorker) {
   EXPECT_EQ(results[0].metrics.steps[0].local_batch, (std::vector<std::size_t>{22, 21, 21}));
 }
 
+TEST_P(Equivalence, AdaptiveSplitMatchesOneWorker) {
+  // The adaptive split follows measured (noisy) times, so it differs from
+  // run to run; the parameters must not.
+  const auto reference = run_world(base(), data_, 1).front();
+  TrainOptions adaptive = base();
+  adaptive.policy = "adaptive";
+  adaptive.speeds = {1.0, 1.0, 0.25};
+  const auto results = run_world(adaptive, data_, 3);
+  for (const auto& r : results) EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance);
+  bool moved = false;  // the split did move away from equal
+  for (const auto& st : results[0].metrics.steps)
+    moved |= st.local_batch != results[0].metrics.steps[0].local_batch;
+  EXPECT_TRUE(moved);
+}
+
 TEST_P(Equivalence, SameTestAccuracyAndLossWhateverTheSplit) {
   TrainOptions a = base();
   a.max_steps = 0;
@@ -110,7 +127,8 @@ TEST_P(Equivalence, SameTestAccuracyAndLossWhateverTheSplit) {
   EXPECT_NEAR(ra.metrics.epochs[0].train_loss, rb.metrics.epochs[0].train_loss, 1e-5);
   // Every sample of the epoch went to exactly one worker (640 = 10 x 64).
   std::size_t samples = 0;
-  for (const auto& s : rb.metrics.steps) for (auto b_i : s.local_batch) samples += b_i;
+  for (const auto& s : rb.metrics.steps)
+    for (auto b_i : s.local_batch) samples += b_i;
   EXPECT_EQ(samples, 640u);
 }
 

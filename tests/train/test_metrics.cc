@@ -1,13 +1,12 @@
-#include "hetrain/train/metrics.h"
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "hetrain/common/error.h"
+#include "hetrain/train/metrics.h"
 
 namespace hetrain::train {
 namespace {

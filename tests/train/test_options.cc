@@ -1,8 +1,7 @@
-#include "hetrain/train/options.h"
-
 #include <gtest/gtest.h>
 
 #include "hetrain/common/error.h"
+#include "hetrain/train/options.h"
 
 namespace hetrain::train {
 namespace {
@@ -33,11 +32,21 @@ TEST(Validate, RejectsInconsistentFlags) {
   expect_usage([](TrainOptions& o) { o.global_batch = 3; }, 4, "smaller than the number of workers");
   expect_usage([](TrainOptions& o) { o.model = "resnet9000"; }, 1, "unknown model");
   expect_usage([](TrainOptions& o) { o.policy = "magic"; }, 1, "unknown policy");
-  expect_usage([](TrainOptions& o) { o.policy = "static"; o.shares = {1, 2, 3}; }, 2, "--shares");
+  expect_usage(
+      [](TrainOptions& o) {
+        o.policy = "static";
+        o.shares = {1, 2, 3};
+      },
+      2, "--shares");
   expect_usage([](TrainOptions& o) { o.slowdowns = {{4, 10, 0.5}}; }, 4, "rank 4");
   expect_usage([](TrainOptions& o) { o.slowdowns = {{1, 10, 1.5}}; }, 4, "(0, 1]");
   expect_usage([](TrainOptions& o) { o.shares = {1, 2}; }, 2, "only to --policy static");
-  expect_usage([](TrainOptions& o) { o.policy = "static"; o.shares = {1, -2}; }, 2, "> 0");
+  expect_usage(
+      [](TrainOptions& o) {
+        o.policy = "static";
+        o.shares = {1, -2};
+      },
+      2, "> 0");
   expect_usage([](TrainOptions& o) { o.max_local_batch = 10; }, 4, "cannot hold");
   expect_usage([](TrainOptions& o) { o.min_local_batch = 20; }, 4, "exceed the global batch");
   expect_usage([](TrainOptions& o) { o.train_images = "x"; }, 1, "all four");

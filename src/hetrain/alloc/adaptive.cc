@@ -60,7 +60,8 @@ SolvedSplit solve_split(const std::vector<WorkerModel>& models, std::size_t tota
   return out;
 }
 
-AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds, AdaptiveConfig config)
+AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds,
+                               AdaptiveConfig config)
     : global_batch_(global_batch), bounds_(bounds), config_(config), cost_(workers, CostModel(config.model)) {
   // Every worker keeps at least one sample, so it keeps being measured.
   if (bounds_.min_local == 0 && global_batch >= workers) bounds_.min_local = 1;
@@ -80,7 +81,8 @@ void AdaptivePolicy::observe(const Observation& obs) {
   for (std::size_t i = 0; i < cost_.size(); ++i) {
     cost_[i].observe({static_cast<double>(obs.local_batch[i]), obs.compute_seconds[i]});
   }
-  for (const auto& c : cost_) if (!c.fitted()) return;
+  for (const auto& c : cost_)
+    if (!c.fitted()) return;
   const auto ms = models();
   const SolvedSplit best = solve_split(ms, global_batch_, bounds_);
   const double now = predicted_makespan(ms, split_);

@@ -62,7 +62,8 @@ class AdaptivePolicy final : public Policy {
 // split is frozen for the rest of the run.
 class ProfiledStaticPolicy final : public Policy {
  public:
-  ProfiledStaticPolicy(std::size_t workers, std::size_t global_batch, Bounds bounds, std::size_t profile_steps);
+  ProfiledStaticPolicy(std::size_t workers, std::size_t global_batch, Bounds bounds,
+                       std::size_t profile_steps);
   std::vector<std::size_t> split() const override { return inner_.split(); }
   void observe(const Observation& obs) override;
 

@@ -24,21 +24,25 @@ void CostModel::seed(double samples_per_second, double overhead_seconds) {
   seconds_per_sample_ = 1.0 / samples_per_second;
   overhead_ = overhead_seconds;
   window_.clear();
-  surprises_ = 0;
+  surprise_ratios_.clear();
 }
 
 void CostModel::observe(Sample s) {
   if (!(s.batch > 0.0) || !(s.seconds >= 0.0) || !std::isfinite(s.seconds)) return;
   if (fitted()) {
     const double predicted = predict(s.batch);
-    const bool surprise = std::abs(s.seconds - predicted) > config_.change_threshold * predicted;
-    surprises_ = surprise ? surprises_ + 1 : 0;
+    if (std::abs(s.seconds - predicted) > config_.change_threshold * predicted) {
+      surprise_ratios_.push_back(s.seconds / predicted);
+    } else {
+      surprise_ratios_.clear();
+    }
   }
   window_.push_back(s);
-  if (surprises_ >= config_.change_run) {
+  if (surprise_ratios_.size() >= config_.change_run) {
     // A real change: forget the old regime, keep the run that showed it.
     while (window_.size() > config_.change_run) window_.pop_front();
-    surprises_ = 0;
+    overhead_ *= median(surprise_ratios_);
+    surprise_ratios_.clear();
   }
   while (window_.size() > config_.window) window_.pop_front();
   refit();
@@ -50,21 +54,22 @@ void CostModel::refit() {
     for (std::size_t j = i + 1; j < window_.size(); ++j) {
       const double db = window_[j].batch - window_[i].batch;
       // Slopes over a batch difference of a sample or two are mostly noise.
-      if (std::abs(db) >= config_.min_batch_spread * std::max(window_[i].batch, window_[j].batch)) slopes.push_back((window_[j].seconds - window_[i].seconds) / db);
+      if (std::abs(db) >= config_.min_batch_spread * std::max(window_[i].batch, window_[j].batch))
+        slopes.push_back((window_[j].seconds - window_[i].seconds) / db);
     }
   }
   // Slopes need batches that differ by enough to be trusted: enough pairs,
   // and at least a third of them (otherwise one odd batch size dominates).
   const std::size_t pairs = window_.size() * (window_.size() - 1) / 2;
   if (slopes.size() >= config_.min_slopes && 3 * slopes.size() >= pairs) {
-    const double c = std::max(kMinSecondsPerSample, median(slopes));
+    const double slope = median(slopes);
     std::vector<double> residuals;
-    for (const auto& s : window_) residuals.push_back(s.seconds - c * s.batch);
-    const double a = std::max(0.0, median(residuals));
-    seconds_per_sample_ = c;
-    overhead_ = a;
-    return;
+    for (const auto& s : window_) residuals.push_back(s.seconds - slope * s.batch);
+    overhead_ = median(residuals);
   }
+  std::vector<double> times;
+  for (const auto& s : window_) times.push_back(s.seconds);
+  overhead_ = std::clamp(overhead_, 0.0, config_.max_overhead_share * median(times));
   std::vector<double> costs;
   for (const auto& s : window_) costs.push_back(std::max(0.0, s.seconds - overhead_) / s.batch);
   seconds_per_sample_ = std::max(kMinSecondsPerSample, median(costs));

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <deque>
 #include <optional>
+#include <vector>
 
 namespace hetrain::alloc {
 
@@ -16,6 +17,7 @@ struct CostModelConfig {
   double change_threshold = 0.25;   // relative error of a prediction that counts as a surprise
   double min_batch_spread = 0.1;    // pairs whose batches differ by less (relative) give no slope
   std::size_t min_slopes = 6;       // pairs needed before the overhead is fitted at all
+  double max_overhead_share = 0.5;  // a never exceeds this share of the median step time
 };
 
 struct Sample {
@@ -23,14 +25,20 @@ struct Sample {
   double seconds = 0.0;  // compute-only seconds
 };
 
-// Terms: the window holds the last `window` (b, t) samples. The fit is
-// Theil-Sen: the per-sample cost 1/v is the median of the pairwise slopes
-// between samples whose b differ by at least min_batch_spread, the overhead a the median residual
-// t - b/v; with a single b in the window, a keeps its last value (0 at
-// first) and 1/v is the median of (t - a)/b. Medians ignore isolated spikes;
-// a run of `change_run` predictions off by more than `change_threshold`
-// means the worker really changed, and the window restarts from that run,
-// so a worker that becomes 4x slower is followed within change_run steps.
+// Terms: the window holds the last `window` (b, t) samples. The overhead a
+// comes from Theil-Sen: the median of the pairwise slopes between samples
+// whose b differ by at least min_batch_spread gives a slope, a is the median
+// residual t - slope * b. Without enough such pairs, a keeps its last value
+// (0 at first). Either way a is capped at max_overhead_share of the median
+// step, so noise can never explain a worker's whole time as overhead (which
+// would starve it of the batch sizes that could correct the estimate), and
+// the per-sample cost 1/v is the median of (t - a)/b. Medians ignore isolated
+// spikes; a run of `change_run` predictions off by more than
+// `change_threshold` means the worker really changed: the window restarts
+// from that run, and a is scaled by the median ratio of measured to
+// predicted time over it (a slower device, a CPU quota or contention slows
+// the whole step, overhead included), so a worker that becomes 4x slower is
+// followed within change_run steps.
 class CostModel {
  public:
   explicit CostModel(CostModelConfig config = {}) : config_(config) {}
@@ -49,7 +57,7 @@ class CostModel {
   void refit();
   CostModelConfig config_;
   std::deque<Sample> window_;
-  std::size_t surprises_ = 0;
+  std::vector<double> surprise_ratios_;  // measured / predicted, of the current run
   double overhead_ = 0.0;
   std::optional<double> seconds_per_sample_;
 };

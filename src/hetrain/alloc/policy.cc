@@ -35,8 +35,8 @@ std::unique_ptr<Policy> make_policy(const PolicyConfig& c) {
   }
   if (c.name == "static") {
     if (c.shares.size() != c.workers) {
-      throw UsageError(fmt::format("--shares has {} values but there are {} workers",
-                                   c.shares.size(), c.workers));
+      throw UsageError(
+          fmt::format("--shares has {} values but there are {} workers", c.shares.size(), c.workers));
     }
     return std::make_unique<FixedPolicy>(split_proportional(c.shares, c.global_batch, c.bounds));
   }

@@ -20,8 +20,8 @@ struct Observation {
 };
 
 struct PolicyConfig {
-  std::string name = "equal";   // equal | static | adaptive
-  std::vector<double> shares;   // static: relative shares, one per worker; empty = profile
+  std::string name = "equal";      // equal | static | adaptive
+  std::vector<double> shares;      // static: relative shares, one per worker; empty = profile
   std::size_t profile_steps = 20;  // static without shares: steps measured before freezing
   std::size_t workers = 1;
   std::size_t global_batch = 1;

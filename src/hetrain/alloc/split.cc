@@ -1,11 +1,11 @@
 #include "hetrain/alloc/split.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "hetrain/common/error.h"
 
@@ -14,18 +14,16 @@ namespace hetrain::alloc {
 void check_feasible(std::size_t n, std::size_t total, const Bounds& b) {
   if (n == 0) throw UsageError("cannot split a batch between 0 workers");
   if (b.min_local > b.max_local) {
-    throw UsageError(fmt::format("min local batch {} exceeds max local batch {}", b.min_local,
-                                 b.max_local));
+    throw UsageError(fmt::format("min local batch {} exceeds max local batch {}", b.min_local, b.max_local));
   }
   // Compare in long double: n * max may overflow size_t.
   const long double lo = static_cast<long double>(n) * b.min_local;
   const long double hi = static_cast<long double>(n) * b.max_local;
   if (lo > total || hi < total) {
     throw UsageError(fmt::format(
-        "bounds cannot sum to the global batch: {} workers x [{}, {}] cannot hold {} samples", n,
-        b.min_local, b.max_local == std::numeric_limits<std::size_t>::max()
-                         ? std::string("inf")
-                         : std::to_string(b.max_local),
+        "bounds cannot sum to the global batch: {} workers x [{}, {}] cannot hold {} samples", n, b.min_local,
+        b.max_local == std::numeric_limits<std::size_t>::max() ? std::string("inf")
+                                                               : std::to_string(b.max_local),
         total));
   }
 }
@@ -82,8 +80,7 @@ std::vector<std::size_t> split_proportional(std::span<const double> weights, std
   std::vector<std::size_t> out(n);
   std::size_t assigned = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    out[i] = std::clamp(static_cast<std::size_t>(std::floor(part[i])), bounds.min_local,
-                        bounds.max_local);
+    out[i] = std::clamp(static_cast<std::size_t>(std::floor(part[i])), bounds.min_local, bounds.max_local);
     assigned += out[i];
   }
   std::vector<std::size_t> order(n);

@@ -1,15 +1,14 @@
 #include "hetrain/cli/args.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <thread>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "hetrain/cli/launcher.h"
 #include "hetrain/comm/env.h"
@@ -31,7 +30,8 @@ Examples:
 )";
 
 void add_launch_options(CLI::App& app, LaunchOptions& l) {
-  app.add_option("-n,--nproc", l.nproc, "Number of workers (run: processes to start; worker: must equal WORLD_SIZE)")
+  app.add_option("-n,--nproc", l.nproc,
+                 "Number of workers (run: processes to start; worker: must equal WORLD_SIZE)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--master-addr", l.master_addr, "Rendezvous host (default: MASTER_ADDR or 127.0.0.1)");
   app.add_option("--master-port", l.master_port, "Rendezvous port (default: MASTER_PORT; run: a free port)")
@@ -44,14 +44,18 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
       "Change emulated speeds mid-run: RANK@STEP:SPEED,... (e.g. 2@200:0.25; SPEED in (0,1])");
   app.add_option("--model", o.model, "Model: mlp | cnn")->capture_default_str();
   app.add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
-  app.add_option("-b,--global-batch", o.global_batch, "Global batch B, fixed whatever the split")->capture_default_str();
+  app.add_option("-b,--global-batch", o.global_batch, "Global batch B, fixed whatever the split")
+      ->capture_default_str();
   app.add_option("--max-steps", o.max_steps, "Stop after this many steps in all (0: no limit)");
   app.add_option("--optimizer", o.optimizer, "adam | sgd")->capture_default_str();
   app.add_option("--lr", o.lr, "Learning rate (default: 1e-3 adam, 0.05 sgd)");
-  app.add_option("--lr-schedule", o.lr_schedule, "cosine (decays to 0 over the run) | constant")->capture_default_str();
+  app.add_option("--lr-schedule", o.lr_schedule, "cosine (decays to 0 over the run) | constant")
+      ->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--seed", o.seed, "Seed of the initial parameters and the data order")->capture_default_str();
-  app.add_option("--data", o.data, "fashion-mnist | synthetic | a directory of MNIST-format idx files")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the initial parameters and the data order")
+      ->capture_default_str();
+  app.add_option("--data", o.data, "fashion-mnist | synthetic | a directory of MNIST-format idx files")
+      ->capture_default_str();
   app.add_option("--train-images", o.train_images, "Training images (idx3, gzip or plain)");
   app.add_option("--train-labels", o.train_labels, "Training labels (idx1)");
   app.add_option("--test-images", o.test_images, "Test images (idx3)");
@@ -59,16 +63,25 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--synthetic-train", o.synthetic_train, "Synthetic training samples")->capture_default_str();
   app.add_option("--synthetic-test", o.synthetic_test, "Synthetic test samples")->capture_default_str();
   app.add_option("--policy", o.policy, "Allocation: equal | static | adaptive")->capture_default_str();
-  app.add_option("--shares", o.shares, "static: relative shares, one per worker (e.g. 4,4,4,1); without it, static profiles first")->delimiter(',');
-  app.add_option("--profile-steps", o.profile_steps, "static without --shares: steps measured before the split is frozen")->capture_default_str();
-  app.add_option("--min-local-batch", o.min_local_batch, "Smallest local batch of any worker");
-  app.add_option("--max-local-batch", o.max_local_batch, "Largest local batch of any worker (memory cap; 0: none)");
-  app.add_option("--speeds", o.speeds,
-                 "Emulated relative speeds s_i in (0,1], one per worker: worker i sleeps c*(1/s_i-1) after c seconds of compute")
+  app.add_option("--shares", o.shares,
+                 "static: relative shares, one per worker (e.g. 4,4,4,1); without it, static profiles first")
       ->delimiter(',');
+  app.add_option("--profile-steps", o.profile_steps,
+                 "static without --shares: steps measured before the split is frozen")
+      ->capture_default_str();
+  app.add_option("--min-local-batch", o.min_local_batch, "Smallest local batch of any worker");
+  app.add_option("--max-local-batch", o.max_local_batch,
+                 "Largest local batch of any worker (memory cap; 0: none)");
+  app.add_option("--speeds", o.speeds,
+                 "Emulated relative speeds s_i in (0,1], one per worker: worker i sleeps c*(1/s_i-1) after c "
+                 "seconds of compute")
+      ->delimiter(',');
+  app.add_option("--sample-cost-ms", o.sample_cost_ms,
+                 "Synthetic workload: each step also sleeps b x this many ms (before --speeds scaling)");
   app.add_option("--metrics", o.metrics_path, "Write the run's metrics JSON here (rank 0)");
   app.add_option("--threads", o.threads, "Torch threads per worker (0: cores / local workers)");
-  app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")->capture_default_str();
+  app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")
+      ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "Print nothing but errors");
 }
 
@@ -138,9 +151,10 @@ int dispatch(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Start N local workers and train (like torchrun --nproc-per-node)");
   add_launch_options(*run, run_launch);
   add_train_options(*run, run_opts);
-  auto* worker = app.add_subcommand(
-      "worker", "One worker started by someone else: reads RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, "
-                "OMPI_COMM_WORLD_RANK/SIZE (mpirun) or SLURM_PROCID/NTASKS (srun)");
+  auto* worker =
+      app.add_subcommand("worker",
+                         "One worker started by someone else: reads RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, "
+                         "OMPI_COMM_WORLD_RANK/SIZE (mpirun) or SLURM_PROCID/NTASKS (srun)");
   add_launch_options(*worker, worker_launch);
   add_train_options(*worker, worker_opts);
 

@@ -14,8 +14,8 @@ namespace hetrain::cli {
 // checks them against its environment), so `run` can pass its own argument
 // list on to the workers unchanged.
 struct LaunchOptions {
-  int nproc = 0;               // 0: not given
-  std::string master_addr;     // empty: from the environment / 127.0.0.1
+  int nproc = 0;                  // 0: not given
+  std::string master_addr;        // empty: from the environment / 127.0.0.1
   std::uint16_t master_port = 0;  // 0: from the environment / a free port
 };
 

@@ -2,8 +2,9 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -15,8 +16,6 @@
 #include <cstdlib>
 #include <set>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "hetrain/common/error.h"
 
@@ -33,7 +32,8 @@ class StderrRelay {
  public:
   void add(int fd) { fds_.push_back(fd), partial_.emplace_back(); }
   bool open() const {
-    for (int fd : fds_) if (fd >= 0) return true;
+    for (int fd : fds_)
+      if (fd >= 0) return true;
     return false;
   }
   // Reads whatever is ready within `millis`.
@@ -101,7 +101,8 @@ class StderrRelay {
 
 std::string describe(int status) {
   if (WIFEXITED(status)) return fmt::format("exit code {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   return "stopped";
 }
 
@@ -133,7 +134,8 @@ int launch(const LaunchPlan& plan) {
     const bool piped = ::pipe2(fds, O_CLOEXEC) == 0;
     const pid_t pid = piped ? ::fork() : -1;
     if (pid < 0) {
-      for (pid_t p : pids) if (p > 0) ::kill(p, SIGKILL);
+      for (pid_t p : pids)
+        if (p > 0) ::kill(p, SIGKILL);
       throw Error("cannot start a worker process (pipe or fork failed)");
     }
     if (pid == 0) exec_worker(plan, r, port, fds[1]);
@@ -162,14 +164,16 @@ int launch(const LaunchPlan& plan) {
     }
     if (first_rank >= 0 && !terminated) {
       // One worker failed: the others would wait for it until the timeout.
-      for (pid_t p : pids) if (p > 0) ::kill(p, SIGTERM);
+      for (pid_t p : pids)
+        if (p > 0) ::kill(p, SIGTERM);
       terminated = true;
-      kill_at = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                    std::chrono::duration<double>(plan.grace_seconds));
+      kill_at =
+          std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                 std::chrono::duration<double>(plan.grace_seconds));
     }
     if (terminated && !killed && std::chrono::steady_clock::now() >= kill_at) {
-      for (pid_t p : pids) if (p > 0) ::kill(p, SIGKILL);
+      for (pid_t p : pids)
+        if (p > 0) ::kill(p, SIGKILL);
       killed = true;
     }
     relay.pump(kPollMillis);
@@ -179,10 +183,10 @@ int launch(const LaunchPlan& plan) {
   const int code = WIFEXITED(first_status) ? WEXITSTATUS(first_status) : static_cast<int>(ExitCode::kWorker);
   // Usage and data errors name their cause and were relayed already.
   const bool reported = WIFEXITED(first_status) && (code == static_cast<int>(ExitCode::kUsage) ||
-                                                     code == static_cast<int>(ExitCode::kData));
+                                                    code == static_cast<int>(ExitCode::kData));
   if (!reported) {
-    std::fprintf(stderr, "hetrain: error: worker %d failed first (%s); the others were stopped\n",
-                 first_rank, describe(first_status).c_str());
+    std::fprintf(stderr, "hetrain: error: worker %d failed first (%s); the others were stopped\n", first_rank,
+                 describe(first_status).c_str());
   }
   return code == 0 ? static_cast<int>(ExitCode::kWorker) : code;
 }

@@ -12,9 +12,9 @@ namespace hetrain::cli {
 struct LaunchPlan {
   int nproc = 1;
   std::string master_addr = "127.0.0.1";
-  std::uint16_t master_port = 0;     // 0: ask the OS for a free one
+  std::uint16_t master_port = 0;         // 0: ask the OS for a free one
   std::vector<std::string> worker_args;  // argv after the program name
-  double grace_seconds = 5.0;        // SIGTERM -> SIGKILL for the survivors
+  double grace_seconds = 5.0;            // SIGTERM -> SIGKILL for the survivors
 };
 
 // Returns 0 when every worker exits 0; otherwise the exit code of the

@@ -1,9 +1,9 @@
 #include "hetrain/comm/env.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 #include "hetrain/common/error.h"
 
@@ -15,8 +15,8 @@ long parse_int(const std::string& name, const std::string& value, long lo, long 
   const char* end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, out);
   if (ec != std::errc() || ptr != end || out < lo || out > hi) {
-    throw UsageError(fmt::format("environment variable {}='{}' is not an integer in [{}, {}]",
-                                 name, value, lo, hi));
+    throw UsageError(
+        fmt::format("environment variable {}='{}' is not an integer in [{}, {}]", name, value, lo, hi));
   }
   return out;
 }
@@ -55,13 +55,14 @@ WorldInfo world_from_env(const EnvLookup& env) {
     auto size = env(c.size);
     if (!rank && !size) continue;
     if (!rank || !size) {
-      throw UsageError(fmt::format("{} is set but {} is not", rank ? c.rank : c.size,
-                                   rank ? c.size : c.rank));
+      throw UsageError(
+          fmt::format("{} is set but {} is not", rank ? c.rank : c.size, rank ? c.size : c.rank));
     }
     w.source = c.source;
     w.world_size = static_cast<int>(parse_int(c.size, *size, 1, kMaxWorld));
     w.rank = static_cast<int>(parse_int(c.rank, *rank, 0, w.world_size - 1));
-    if (auto lr = env(c.local_rank)) w.local_rank = static_cast<int>(parse_int(c.local_rank, *lr, 0, kMaxWorld));
+    if (auto lr = env(c.local_rank))
+      w.local_rank = static_cast<int>(parse_int(c.local_rank, *lr, 0, kMaxWorld));
     // Slurm writes e.g. "4(x2)" here; only a plain number is taken.
     if (auto ls = env(c.local_size); ls && ls->find_first_not_of("0123456789") == std::string::npos) {
       w.local_world_size = static_cast<int>(parse_int(c.local_size, *ls, 1, kMaxWorld));

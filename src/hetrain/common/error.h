@@ -61,14 +61,14 @@ std::string enforce_message(const char* expr, const A& a, const B& b, const char
 
 // Internal invariants: report both values, file and line. For user input,
 // throw UsageError/DataError with a message that names the problem instead.
-#define HETRAIN_ENFORCE_OP(a, b, op)                                                      \
-  do {                                                                                    \
-    const auto& hetrain_a_ = (a);                                                         \
-    const auto& hetrain_b_ = (b);                                                         \
-    if (!(hetrain_a_ op hetrain_b_)) {                                                    \
-      throw ::hetrain::Error(::hetrain::detail::enforce_message(                          \
-          #a " " #op " " #b, hetrain_a_, hetrain_b_, __FILE__, __LINE__, "internal error")); \
-    }                                                                                     \
+#define HETRAIN_ENFORCE_OP(a, b, op)                                                                       \
+  do {                                                                                                     \
+    const auto& hetrain_a_ = (a);                                                                          \
+    const auto& hetrain_b_ = (b);                                                                          \
+    if (!(hetrain_a_ op hetrain_b_)) {                                                                     \
+      throw ::hetrain::Error(::hetrain::detail::enforce_message(#a " " #op " " #b, hetrain_a_, hetrain_b_, \
+                                                                __FILE__, __LINE__, "internal error"));    \
+    }                                                                                                      \
   } while (0)
 #define HETRAIN_ENFORCE_EQ(a, b) HETRAIN_ENFORCE_OP(a, b, ==)
 #define HETRAIN_ENFORCE_LE(a, b) HETRAIN_ENFORCE_OP(a, b, <=)

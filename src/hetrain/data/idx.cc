@@ -54,9 +54,7 @@ class IdxReader {
     gzbuffer(file_.get(), kGzBufferBytes);
   }
 
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw DataError(path_ + ": " + problem);
-  }
+  [[noreturn]] void fail(const std::string& problem) const { throw DataError(path_ + ": " + problem); }
 
   // Reads up to n bytes into dst; returns how many arrived (< n only at end).
   std::size_t read_some(std::uint8_t* dst, std::size_t n) {
@@ -75,8 +73,8 @@ class IdxReader {
     std::uint8_t b[kHeaderFieldBytes];
     const std::size_t got = read_some(b, sizeof b);
     if (got != sizeof b) {
-      fail("truncated header: got " + std::to_string(got) + " of " + std::to_string(sizeof b) +
-           " bytes of " + field + zlib_suffix());
+      fail("truncated header: got " + std::to_string(got) + " of " + std::to_string(sizeof b) + " bytes of " +
+           field + zlib_suffix());
     }
     return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) |
            std::uint32_t{b[3]};
@@ -104,8 +102,8 @@ class IdxReader {
       out.resize(have + step);
       const std::size_t got = read_some(out.data() + have, step);
       if (got < step) {
-        fail("truncated " + what + ": got " + std::to_string(have + got) + " of " +
-             std::to_string(total) + " bytes" + zlib_suffix());
+        fail("truncated " + what + ": got " + std::to_string(have + got) + " of " + std::to_string(total) +
+             " bytes" + zlib_suffix());
       }
     }
     return out;
@@ -162,8 +160,8 @@ ImageSet read_idx_pair(const std::string& images_path, const std::string& labels
   const std::uint64_t image_bytes = rows * cols;
   if (image_bytes > kMaxIdxPixelBytes || n > kMaxIdxPixelBytes / image_bytes) {
     images.fail("header claims " + std::to_string(n) + " images of " + std::to_string(rows) + "x" +
-                std::to_string(cols) + ", more than the limit of " +
-                std::to_string(kMaxIdxPixelBytes) + " pixel bytes");
+                std::to_string(cols) + ", more than the limit of " + std::to_string(kMaxIdxPixelBytes) +
+                " pixel bytes");
   }
 
   IdxReader labels(labels_path);
@@ -202,8 +200,7 @@ DataSplit load_mnist_dir(const std::string& dir) {
   const std::filesystem::path base(dir);
   auto file = [&](const char* name) { return (base / name).string(); };
   DataSplit split;
-  split.train =
-      read_idx_pair(file("train-images-idx3-ubyte.gz"), file("train-labels-idx1-ubyte.gz"));
+  split.train = read_idx_pair(file("train-images-idx3-ubyte.gz"), file("train-labels-idx1-ubyte.gz"));
   split.test = read_idx_pair(file("t10k-images-idx3-ubyte.gz"), file("t10k-labels-idx1-ubyte.gz"));
   if (split.train.rows != split.test.rows || split.train.cols != split.test.cols) {
     throw DataError(dir + ": train images are " + std::to_string(split.train.rows) + "x" +

@@ -55,8 +55,8 @@ ImageSet make_set(std::mt19937_64& rng, std::size_t n, const std::vector<std::ui
       }
       // Multiply-shift maps 16 random bits onto the noise range; its bias
       // (< span / 2^16) is irrelevant for noise and keeps generation fast.
-      const int noise = static_cast<int>(((word & kNoiseMask) * kNoiseSpan) >> kNoiseBits) -
-                        kSyntheticNoiseLevels;
+      const int noise =
+          static_cast<int>(((word & kNoiseMask) * kNoiseSpan) >> kNoiseBits) - kSyntheticNoiseLevels;
       word >>= kNoiseBits;
       --left;
       out[p] = static_cast<std::uint8_t>(std::clamp(int{proto[p]} + noise, 0, kMaxPixel));
@@ -69,33 +69,31 @@ void check_count(const char* name, std::size_t n, std::size_t image_bytes) {
   if (n == 0) throw UsageError(std::string("synthetic data: ") + name + " must be at least 1");
   if (n > kMaxSyntheticPixelBytes / image_bytes) {
     throw UsageError(std::string("synthetic data: ") + name + " = " + std::to_string(n) +
-                     " would need more than " + std::to_string(kMaxSyntheticPixelBytes) +
-                     " pixel bytes");
+                     " would need more than " + std::to_string(kMaxSyntheticPixelBytes) + " pixel bytes");
   }
 }
 
 }  // namespace
 
-DataSplit make_synthetic(std::size_t train_n, std::size_t test_n, std::uint64_t seed,
-                         std::size_t rows, std::size_t cols, std::size_t num_classes) {
+DataSplit make_synthetic(std::size_t train_n, std::size_t test_n, std::uint64_t seed, std::size_t rows,
+                         std::size_t cols, std::size_t num_classes) {
   if (rows == 0 || cols == 0) {
-    throw UsageError("synthetic data: image size must be at least 1x1, got " +
-                     std::to_string(rows) + "x" + std::to_string(cols));
+    throw UsageError("synthetic data: image size must be at least 1x1, got " + std::to_string(rows) + "x" +
+                     std::to_string(cols));
   }
   if (num_classes == 0 || num_classes > kMaxLabelClasses) {
-    throw UsageError("synthetic data: num_classes must be in 1.." +
-                     std::to_string(kMaxLabelClasses) + ", got " + std::to_string(num_classes));
+    throw UsageError("synthetic data: num_classes must be in 1.." + std::to_string(kMaxLabelClasses) +
+                     ", got " + std::to_string(num_classes));
   }
   if (rows > kMaxSyntheticPixelBytes / cols) {
-    throw UsageError("synthetic data: image size " + std::to_string(rows) + "x" +
-                     std::to_string(cols) + " is too large");
+    throw UsageError("synthetic data: image size " + std::to_string(rows) + "x" + std::to_string(cols) +
+                     " is too large");
   }
   const std::size_t image_bytes = rows * cols;
   check_count("train_n", train_n, image_bytes);
   check_count("test_n", test_n, image_bytes);
   if (num_classes > kMaxSyntheticPixelBytes / image_bytes) {
-    throw UsageError("synthetic data: " + std::to_string(num_classes) +
-                     " prototypes would be too large");
+    throw UsageError("synthetic data: " + std::to_string(num_classes) + " prototypes would be too large");
   }
 
   std::mt19937_64 rng(seed);

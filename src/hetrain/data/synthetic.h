@@ -26,8 +26,7 @@ inline constexpr std::size_t kMaxSyntheticPixelBytes = std::size_t{1} << 30;
 // std:: distributions, whose algorithms are implementation-defined).
 // Throws UsageError if train_n, test_n, rows or cols is 0, num_classes is
 // not in 1..256, or a set would exceed kMaxSyntheticPixelBytes.
-DataSplit make_synthetic(std::size_t train_n, std::size_t test_n, std::uint64_t seed,
-                         std::size_t rows = 28, std::size_t cols = 28,
-                         std::size_t num_classes = 10);
+DataSplit make_synthetic(std::size_t train_n, std::size_t test_n, std::uint64_t seed, std::size_t rows = 28,
+                         std::size_t cols = 28, std::size_t num_classes = 10);
 
 }  // namespace hetrain::data

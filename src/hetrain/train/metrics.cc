@@ -1,14 +1,13 @@
 #include "hetrain/train/metrics.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "hetrain/common/error.h"
@@ -65,16 +64,13 @@ std::string to_json(const RunMetrics& m) {
   }
   json workers = json::array();
   for (std::size_t i = 0; i < n; ++i) {
-    workers.push_back({{"rank", i},
-                       {"samples", samples[i]},
-                       {"compute_seconds", compute[i]},
-                       {"wait_seconds", wait[i]}});
+    workers.push_back(
+        {{"rank", i}, {"samples", samples[i]}, {"compute_seconds", compute[i]}, {"wait_seconds", wait[i]}});
   }
   doc["workers"] = std::move(workers);
   // Per step, index = rank: the split, the compute and the wait.
   doc["allocation"] = std::move(allocation);
-  doc["steps"] = {{"compute_seconds", std::move(step_compute)},
-                  {"wait_seconds", std::move(step_wait)}};
+  doc["steps"] = {{"compute_seconds", std::move(step_compute)}, {"wait_seconds", std::move(step_wait)}};
   return doc.dump() + "\n";
 }
 

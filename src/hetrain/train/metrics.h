@@ -19,15 +19,15 @@ struct StepRecord {
 struct EpochRecord {
   std::size_t epoch = 0;
   double seconds = 0.0;
-  double train_loss = 0.0;      // mean over the epoch's global batches
-  double test_accuracy = 0.0;   // on the held-out split
+  double train_loss = 0.0;     // mean over the epoch's global batches
+  double test_accuracy = 0.0;  // on the held-out split
 };
 
 struct RunMetrics {
   int world_size = 1;
   std::string model, policy, data;
   std::size_t global_batch = 0;
-  std::vector<double> speeds;   // emulated relative speeds; empty = none
+  std::vector<double> speeds;  // emulated relative speeds; empty = none
   double wall_seconds = 0.0;
   std::vector<EpochRecord> epochs;
   std::vector<StepRecord> steps;

@@ -1,9 +1,9 @@
 #include "hetrain/train/model.h"
 
-#include <cmath>
-
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "hetrain/common/error.h"
 
@@ -22,9 +22,7 @@ class Mlp final : public Model {
   Mlp(std::int64_t in, std::int64_t classes)
       : fc1_(register_module("fc1", torch::nn::Linear(in, kMlpHidden))),
         fc2_(register_module("fc2", torch::nn::Linear(kMlpHidden, classes))) {}
-  torch::Tensor forward(torch::Tensor x) override {
-    return fc2_(torch::relu(fc1_(x.flatten(1))));
-  }
+  torch::Tensor forward(torch::Tensor x) override { return fc2_(torch::relu(fc1_(x.flatten(1)))); }
 
  private:
   torch::nn::Linear fc1_, fc2_;
@@ -34,8 +32,12 @@ class Mlp final : public Model {
 class Cnn final : public Model {
  public:
   Cnn(std::int64_t rows, std::int64_t cols, std::int64_t classes)
-      : conv1_(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, kConv1Channels, kConvKernel).padding(kConvPadding)))),
-        conv2_(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(kConv1Channels, kConv2Channels, kConvKernel).padding(kConvPadding)))),
+      : conv1_(register_module(
+            "conv1", torch::nn::Conv2d(
+                         torch::nn::Conv2dOptions(1, kConv1Channels, kConvKernel).padding(kConvPadding)))),
+        conv2_(register_module(
+            "conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(kConv1Channels, kConv2Channels, kConvKernel)
+                                           .padding(kConvPadding)))),
         fc1_(register_module("fc1", torch::nn::Linear(kConv2Channels * side(rows) * side(cols), kCnnHidden))),
         fc2_(register_module("fc2", torch::nn::Linear(kCnnHidden, classes))) {}
   torch::Tensor forward(torch::Tensor x) override {

@@ -3,11 +3,11 @@
 // random masks would make an N-worker step differ from a 1-worker step.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <torch/torch.h>
 
 namespace hetrain::train {
 

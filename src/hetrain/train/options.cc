@@ -1,9 +1,9 @@
 #include "hetrain/train/options.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "hetrain/common/error.h"
 
@@ -26,24 +26,28 @@ void validate(const TrainOptions& o, int world_size) {
   if (o.lr_schedule != "cosine" && o.lr_schedule != "constant") {
     throw UsageError(fmt::format("unknown --lr-schedule '{}' (expected cosine or constant)", o.lr_schedule));
   }
-  if (!(o.lr >= 0.0) || !std::isfinite(o.lr)) throw UsageError(fmt::format("--lr must be >= 0, got {}", o.lr));
-  if (o.epochs == 0 || o.epochs > kMaxEpochs) throw UsageError(fmt::format("--epochs must be in [1, {}], got {}", kMaxEpochs, o.epochs));
+  if (!(o.lr >= 0.0) || !std::isfinite(o.lr))
+    throw UsageError(fmt::format("--lr must be >= 0, got {}", o.lr));
+  if (o.epochs == 0 || o.epochs > kMaxEpochs)
+    throw UsageError(fmt::format("--epochs must be in [1, {}], got {}", kMaxEpochs, o.epochs));
   if (o.global_batch < n) {
-    throw UsageError(fmt::format("global batch {} is smaller than the number of workers {}",
-                                 o.global_batch, n));
+    throw UsageError(
+        fmt::format("global batch {} is smaller than the number of workers {}", o.global_batch, n));
   }
   if (o.policy != "equal" && o.policy != "static" && o.policy != "adaptive") {
     throw UsageError(fmt::format("unknown policy '{}' (expected equal, static or adaptive)", o.policy));
   }
   if (o.policy == "static" && !o.shares.empty() && o.shares.size() != n) {
-    throw UsageError(fmt::format("--policy static needs --shares with one value per worker: got {} for {} workers",
-                                 o.shares.size(), n));
+    throw UsageError(
+        fmt::format("--policy static needs --shares with one value per worker: got {} for {} workers",
+                    o.shares.size(), n));
   }
   if (o.policy != "static" && !o.shares.empty()) {
     throw UsageError("--shares applies only to --policy static");
   }
   for (double s : o.shares) {
-    if (!(s > 0.0) || !std::isfinite(s)) throw UsageError(fmt::format("--shares values must be > 0, got {}", s));
+    if (!(s > 0.0) || !std::isfinite(s))
+      throw UsageError(fmt::format("--shares values must be > 0, got {}", s));
   }
   if (!o.speeds.empty() && o.speeds.size() != n) {
     throw UsageError(fmt::format("--speeds has {} values but there are {} workers", o.speeds.size(), n));
@@ -52,24 +56,33 @@ void validate(const TrainOptions& o, int world_size) {
     if (!(s > 0.0 && s <= 1.0)) throw UsageError(fmt::format("--speeds values must be in (0, 1], got {}", s));
   }
   for (const auto& c : o.slowdowns) {
-    if (c.rank >= n) throw UsageError(fmt::format("--slowdown names rank {} but there are {} workers", c.rank, n));
-    if (!(c.speed > 0.0 && c.speed <= 1.0)) throw UsageError(fmt::format("--slowdown speeds must be in (0, 1], got {}", c.speed));
+    if (c.rank >= n)
+      throw UsageError(fmt::format("--slowdown names rank {} but there are {} workers", c.rank, n));
+    if (!(c.speed > 0.0 && c.speed <= 1.0))
+      throw UsageError(fmt::format("--slowdown speeds must be in (0, 1], got {}", c.speed));
+  }
+  if (!(o.sample_cost_ms >= 0.0) || !std::isfinite(o.sample_cost_ms)) {
+    throw UsageError(fmt::format("--sample-cost-ms must be >= 0, got {}", o.sample_cost_ms));
   }
   if (o.max_local_batch != 0 && o.min_local_batch > o.max_local_batch) {
-    throw UsageError(fmt::format("--min-local-batch {} exceeds --max-local-batch {}", o.min_local_batch, o.max_local_batch));
+    throw UsageError(fmt::format("--min-local-batch {} exceeds --max-local-batch {}", o.min_local_batch,
+                                 o.max_local_batch));
   }
   if (o.min_local_batch * n > o.global_batch) {
-    throw UsageError(fmt::format("{} workers x --min-local-batch {} exceed the global batch {}", n, o.min_local_batch, o.global_batch));
+    throw UsageError(fmt::format("{} workers x --min-local-batch {} exceed the global batch {}", n,
+                                 o.min_local_batch, o.global_batch));
   }
   if (o.max_local_batch != 0 && o.max_local_batch * n < o.global_batch) {
-    throw UsageError(fmt::format("{} workers x --max-local-batch {} cannot hold the global batch {}", n, o.max_local_batch, o.global_batch));
+    throw UsageError(fmt::format("{} workers x --max-local-batch {} cannot hold the global batch {}", n,
+                                 o.max_local_batch, o.global_batch));
   }
-  const bool any_path = !o.train_images.empty() || !o.train_labels.empty() ||
-                        !o.test_images.empty() || !o.test_labels.empty();
-  const bool all_paths = !o.train_images.empty() && !o.train_labels.empty() &&
-                         !o.test_images.empty() && !o.test_labels.empty();
+  const bool any_path =
+      !o.train_images.empty() || !o.train_labels.empty() || !o.test_images.empty() || !o.test_labels.empty();
+  const bool all_paths =
+      !o.train_images.empty() && !o.train_labels.empty() && !o.test_images.empty() && !o.test_labels.empty();
   if (any_path && !all_paths) {
-    throw UsageError("give all four of --train-images, --train-labels, --test-images, --test-labels, or none");
+    throw UsageError(
+        "give all four of --train-images, --train-labels, --test-images, --test-labels, or none");
   }
   if (o.data == "synthetic" && (o.synthetic_train == 0 || o.synthetic_test == 0)) {
     throw UsageError("--synthetic-train and --synthetic-test must be > 0");

@@ -10,21 +10,21 @@
 namespace hetrain::train {
 
 // Defaults, with units.
-inline constexpr std::size_t kDefaultGlobalBatch = 64;     // samples per step
-inline constexpr double kDefaultTimeoutSeconds = 120.0;    // rendezvous and collectives
+inline constexpr std::size_t kDefaultGlobalBatch = 64;       // samples per step
+inline constexpr double kDefaultTimeoutSeconds = 120.0;      // rendezvous and collectives
 inline constexpr std::size_t kDefaultSyntheticTrain = 6000;  // samples
 inline constexpr std::size_t kDefaultSyntheticTest = 1000;   // samples
 
 struct TrainOptions {
   // Model and optimisation.
-  std::string model = "cnn";        // mlp | cnn
-  std::string optimizer = "adam";   // adam | sgd
-  double lr = 0.0;                  // 0 = the optimizer's default
-  double momentum = 0.9;            // sgd only
+  std::string model = "cnn";           // mlp | cnn
+  std::string optimizer = "adam";      // adam | sgd
+  double lr = 0.0;                     // 0 = the optimizer's default
+  double momentum = 0.9;               // sgd only
   std::string lr_schedule = "cosine";  // cosine (to 0 over the run) | constant
   std::size_t epochs = 1;
   std::size_t global_batch = kDefaultGlobalBatch;
-  std::size_t max_steps = 0;        // stop after this many steps in all (0 = no limit)
+  std::size_t max_steps = 0;  // stop after this many steps in all (0 = no limit)
   std::uint64_t seed = 0;
 
   // Data: "fashion-mnist", "synthetic", or a directory holding the four
@@ -35,9 +35,9 @@ struct TrainOptions {
   std::size_t synthetic_test = kDefaultSyntheticTest;
 
   // Allocation.
-  std::string policy = "equal";     // equal | static | adaptive
-  std::vector<double> shares;       // static: one per worker; empty = profile first
-  std::size_t profile_steps = 20;   // static without --shares: steps measured first
+  std::string policy = "equal";    // equal | static | adaptive
+  std::vector<double> shares;      // static: one per worker; empty = profile first
+  std::size_t profile_steps = 20;  // static without --shares: steps measured first
   std::size_t min_local_batch = 0;
   std::size_t max_local_batch = 0;  // 0 = no cap
 
@@ -50,10 +50,14 @@ struct TrainOptions {
     double speed = 1.0;
   };
   std::vector<SpeedChange> slowdowns;
+  // A synthetic workload on top of the real one: each step also sleeps
+  // b x sample_cost_ms (before the speed scaling), so compute is dominated by
+  // a steady, known per-sample cost. For tests and calibration.
+  double sample_cost_ms = 0.0;
 
   // Running.
   std::string metrics_path;
-  int threads = 0;                  // torch intra-op threads; 0 = cores / local workers
+  int threads = 0;  // torch intra-op threads; 0 = cores / local workers
   double timeout_seconds = kDefaultTimeoutSeconds;
   bool quiet = false;
 };

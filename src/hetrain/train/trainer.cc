@@ -1,9 +1,9 @@
 #include "hetrain/train/trainer.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "hetrain/alloc/policy.h"
 #include "hetrain/common/error.h"
@@ -32,8 +32,8 @@ struct Tensors {
 };
 Tensors as_tensors(const data::ImageSet& s) {
   auto images = torch::from_blob(const_cast<std::uint8_t*>(s.pixels.data()),
-                                 {static_cast<std::int64_t>(s.size()), 1,
-                                  static_cast<std::int64_t>(s.rows), static_cast<std::int64_t>(s.cols)},
+                                 {static_cast<std::int64_t>(s.size()), 1, static_cast<std::int64_t>(s.rows),
+                                  static_cast<std::int64_t>(s.cols)},
                                  torch::kUInt8);
   auto labels = torch::from_blob(const_cast<std::uint8_t*>(s.labels.data()),
                                  {static_cast<std::int64_t>(s.size())}, torch::kUInt8)
@@ -216,8 +216,8 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
         break;
       }
       const std::size_t batch = data::step_batch(train_n, B, step);
-      const auto split = batch == B ? policy->split()
-                                    : alloc::scale_split(policy->split(), batch, pc.bounds.max_local);
+      const auto split =
+          batch == B ? policy->split() : alloc::scale_split(policy->split(), batch, pc.bounds.max_local);
       const data::Slice slice = data::slice_of(split, rank);
 
       const auto t0 = Clock::now();
@@ -234,10 +234,14 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
         scaled.backward();
         scaled_loss = scaled.item<double>();
       }
-      const double real_compute = seconds_since(t0);
+      if (o.sample_cost_ms > 0.0) {
+        std::this_thread::sleep_for(
+            std::chrono::duration<double, std::milli>(o.sample_cost_ms * slice.count));
+      }
+      const double device_compute = seconds_since(t0);
       if (const double speed = emulated_speed(o, rank, total_steps); speed < 1.0) {
-        // Emulated slower device: stretch the real compute to c / s.
-        std::this_thread::sleep_for(std::chrono::duration<double>(real_compute * (1.0 / speed - 1.0)));
+        // Emulated slower device: stretch the compute to c / s.
+        std::this_thread::sleep_for(std::chrono::duration<double>(device_compute * (1.0 / speed - 1.0)));
       }
       const double compute = seconds_since(t0);
 

@@ -1,13 +1,13 @@
 #include "hetrain/comm/gloo/gloo_group.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <string>
-#include <vector>
-
-#include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <vector>
 
 #include "hetrain/common/error.h"
 
@@ -45,17 +45,16 @@ at::Tensor view_of(std::span<double> s) {
 
 class GlooGroup final : public GroupImpl {
  public:
-  GlooGroup(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
-            std::chrono::milliseconds timeout, std::shared_ptr<::gloo::transport::Device> device)
+  GlooGroup(c10::intrusive_ptr<c10d::Store> store, int rank, int size, std::chrono::milliseconds timeout,
+            std::shared_ptr<::gloo::transport::Device> device)
       : rank_(rank), size_(size) {
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
     options->devices.push_back(std::move(device));
     // One Gloo worker thread: collectives are issued one at a time and the
     // cores are better spent on compute.
     options->threads = 1;
-    pg_ = translate("cannot connect the Gloo process group", [&] {
-      return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
-    });
+    pg_ = translate("cannot connect the Gloo process group",
+                    [&] { return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options); });
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -66,17 +65,26 @@ class GlooGroup final : public GroupImpl {
     std::vector<at::Tensor> t{view_of(d)};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
-    translate("broadcast failed", [&] { pg_->broadcast(t, opts)->wait(); return 0; });
+    translate("broadcast failed", [&] {
+      pg_->broadcast(t, opts)->wait();
+      return 0;
+    });
   }
   void barrier() override {
-    translate("barrier failed", [&] { pg_->barrier()->wait(); return 0; });
+    translate("barrier failed", [&] {
+      pg_->barrier()->wait();
+      return 0;
+    });
   }
 
  private:
   void allreduce(at::Tensor t) {
     if (t.numel() == 0) return;
     std::vector<at::Tensor> ts{std::move(t)};
-    translate("allreduce failed", [&] { pg_->allreduce(ts)->wait(); return 0; });
+    translate("allreduce failed", [&] {
+      pg_->allreduce(ts)->wait();
+      return 0;
+    });
   }
   int rank_;
   int size_;
@@ -108,20 +116,17 @@ Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout) {
   opts.numWorkers = static_cast<std::size_t>(w.world_size);
   opts.waitWorkers = true;
   opts.timeout = timeout;
-  auto store = translate(
-      fmt::format("rendezvous at {}:{} failed (rank {} of {})", w.master_addr, w.master_port,
-                  w.rank, w.world_size)
-          .c_str(),
-      [&]() -> c10::intrusive_ptr<c10d::Store> {
-        return c10::make_intrusive<c10d::TCPStore>(w.master_addr, opts);
-      });
-  return Group(std::make_shared<GlooGroup>(store, w.rank, w.world_size, timeout,
-                                           make_device(w.master_addr)));
+  auto store = translate(fmt::format("rendezvous at {}:{} failed (rank {} of {})", w.master_addr,
+                                     w.master_port, w.rank, w.world_size)
+                             .c_str(),
+                         [&]() -> c10::intrusive_ptr<c10d::Store> {
+                           return c10::make_intrusive<c10d::TCPStore>(w.master_addr, opts);
+                         });
+  return Group(std::make_shared<GlooGroup>(store, w.rank, w.world_size, timeout, make_device(w.master_addr)));
 }
 
 Group connect_gloo(InProcessRendezvous& r, int rank, int size, std::chrono::milliseconds timeout) {
-  return Group(std::make_shared<GlooGroup>(r.state().store, rank, size, timeout,
-                                           make_device("127.0.0.1")));
+  return Group(std::make_shared<GlooGroup>(r.state().store, rank, size, timeout, make_device("127.0.0.1")));
 }
 
 }  // namespace hetrain::comm

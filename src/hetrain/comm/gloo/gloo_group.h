@@ -28,7 +28,6 @@ class InProcessRendezvous {
  private:
   std::unique_ptr<State> state_;
 };
-Group connect_gloo(InProcessRendezvous& rendezvous, int rank, int size,
-                   std::chrono::milliseconds timeout);
+Group connect_gloo(InProcessRendezvous& rendezvous, int rank, int size, std::chrono::milliseconds timeout);
 
 }  // namespace hetrain::comm
