@@ -4,9 +4,9 @@
 Same models (architecture and init distribution), same global batch B, same
 data (Fashion-MNIST from Debian's package), same per-epoch permutation idea:
 each global batch of B samples is cut into N equal slices, as DDP users do.
-Launch with torchrun:
+Launch with bench/launch_local.sh (or torchrun where it works):
 
-  python3 -m torch.distributed.run --nproc_per_node 4 bench/ddp_peer.py --model mlp -b 256
+  bench/launch_local.sh 4 29500 python3 bench/ddp_peer.py --model mlp -b 256
 
 --speeds emulates a slower device the way hetrain does: worker i measures its
 forward+backward time c and sleeps c*(1/s_i - 1) before the optimizer step.
@@ -60,7 +60,7 @@ class Cnn(nn.Module):
         super().__init__()
         self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
         self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
-        self.fc1, self.fc2 = nn.Linear(32 * 7 * 7, 128), nn.Linear(128, 10)
+        self.fc1, self.fc2 = nn.Linear(32 * 7 * 7, 256), nn.Linear(256, 10)
 
     def forward(self, x):
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)
@@ -74,7 +74,7 @@ def main():
     p.add_argument("-b", "--global-batch", type=int, default=256)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-steps", type=int, default=0)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--speeds", default="")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
@@ -115,12 +115,14 @@ def main():
                 time.sleep(c * (1.0 / speeds[rank] - 1.0))
             opt.step()
             total += 1
+        train_seconds = time.perf_counter() - t_epoch
         with torch.no_grad():
             share = slice(rank * len(yte) // n, (rank + 1) * len(yte) // n)
             correct = (model.module(normalise(xte[share])).argmax(1) == yte[share]).sum().double()
             counts = torch.stack([correct, torch.tensor(float(len(yte[share])), dtype=torch.float64)])
             dist.all_reduce(counts)
         epochs.append({"epoch": epoch + 1, "seconds": time.perf_counter() - t_epoch,
+                       "train_seconds": train_seconds,
                        "test_accuracy": (counts[0] / counts[1]).item()})
     wall = time.perf_counter() - start
     if rank == 0:

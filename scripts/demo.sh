@@ -11,9 +11,11 @@ mkdir -p runs
   --metrics runs/demo-equal.json "$@"
 ./build/hetrain run -n 4 --model cnn --epochs 1 --speeds 1,1,1,0.25 --policy static --shares 4,4,4,1 \
   --metrics runs/demo-static.json "$@"
+./build/hetrain run -n 4 --model cnn --epochs 1 --speeds 1,1,1,0.25 --policy adaptive \
+  --metrics runs/demo-adaptive.json "$@"
 python3 - <<'PY'
 import json
-for name in ("equal", "static"):
+for name in ("equal", "static", "adaptive"):
     d = json.load(open(f"runs/demo-{name}.json"))
     w = d["workers"]
     print(f"{name:>6}: wall {d['wall_seconds']:.1f} s, balance efficiency {d['balance_efficiency']:.2f}, "

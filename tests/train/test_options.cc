@@ -74,7 +74,7 @@ TEST(Slowdown, ParsesAndAppliesFromItsStepOn) {
 
 TEST(EffectiveLr, DefaultsDependOnTheOptimizer) {
   TrainOptions o;
-  EXPECT_DOUBLE_EQ(effective_lr(o), 1e-3);
+  EXPECT_DOUBLE_EQ(effective_lr(o), 2e-3);
   o.optimizer = "sgd";
   EXPECT_DOUBLE_EQ(effective_lr(o), 0.05);
   o.lr = 0.2;

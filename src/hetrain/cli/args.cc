@@ -48,7 +48,7 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--max-steps", o.max_steps, "Stop after this many steps in all (0: no limit)");
   app.add_option("--optimizer", o.optimizer, "adam | sgd")->capture_default_str();
-  app.add_option("--lr", o.lr, "Learning rate (default: 1e-3 adam, 0.05 sgd)");
+  app.add_option("--lr", o.lr, "Learning rate (default: 2e-3 adam, 0.05 sgd)");
   app.add_option("--lr-schedule", o.lr_schedule, "cosine (decays to 0 over the run) | constant")
       ->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();

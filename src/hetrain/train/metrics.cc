@@ -43,6 +43,7 @@ std::string to_json(const RunMetrics& m) {
   for (const auto& e : m.epochs) {
     epochs.push_back({{"epoch", e.epoch},
                       {"seconds", e.seconds},
+                      {"train_seconds", e.train_seconds},
                       {"train_loss", e.train_loss},
                       {"test_accuracy", e.test_accuracy}});
   }

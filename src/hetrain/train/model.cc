@@ -15,7 +15,7 @@ constexpr std::int64_t kConv1Channels = 16;
 constexpr std::int64_t kConv2Channels = 32;
 constexpr std::int64_t kConvKernel = 3;
 constexpr std::int64_t kConvPadding = 1;  // "same" convolutions: the pools halve the size
-constexpr std::int64_t kCnnHidden = 128;
+constexpr std::int64_t kCnnHidden = 256;
 
 class Mlp final : public Model {
  public:
@@ -28,7 +28,7 @@ class Mlp final : public Model {
   torch::nn::Linear fc1_, fc2_;
 };
 
-// conv3x3(16, same) - relu - pool2 - conv3x3(32, same) - relu - pool2 - fc128 - relu - fc.
+// conv3x3(16, same) - relu - pool2 - conv3x3(32, same) - relu - pool2 - fc256 - relu - fc.
 class Cnn final : public Model {
  public:
   Cnn(std::int64_t rows, std::int64_t cols, std::int64_t classes)

@@ -9,7 +9,7 @@
 
 namespace hetrain::train {
 namespace {
-constexpr double kDefaultAdamLr = 1e-3;
+constexpr double kDefaultAdamLr = 2e-3;
 constexpr double kDefaultSgdLr = 0.05;
 constexpr std::size_t kMaxEpochs = 1'000'000;
 }  // namespace

@@ -267,8 +267,10 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       ++epoch_steps;
       ++total_steps;
     }
+    const double train_seconds = seconds_since(epoch_start);
     gather_steps(group, epoch, my_batch, my_compute, my_wait, m.steps);
     EpochRecord rec;
+    rec.train_seconds = train_seconds;
     rec.epoch = epoch + 1;
     rec.train_loss = epoch_steps > 0 ? loss_sum / static_cast<double>(epoch_steps) : 0.0;
     rec.test_accuracy = evaluate(*model, test_t, group);
