@@ -30,7 +30,13 @@ TEST(MetricsJson, HasTheDocumentedFieldsAndPerWorkerTotals) {
   RunMetrics m;
   m.world_size = 2;
   m.wall_seconds = 3.5;
-  m.epochs.push_back({1, 3.0, 0.7, 0.85});
+  EpochRecord e;
+  e.epoch = 1;
+  e.seconds = 3.0;
+  e.train_seconds = 2.5;
+  e.train_loss = 0.7;
+  e.test_accuracy = 0.85;
+  m.epochs.push_back(e);
   auto s = step({0.5, 1.5});
   s.local_batch = {40, 24};
   s.wait_seconds = {1.0, 0.0};
@@ -39,6 +45,7 @@ TEST(MetricsJson, HasTheDocumentedFieldsAndPerWorkerTotals) {
   EXPECT_DOUBLE_EQ(doc["wall_seconds"].get<double>(), 3.5);
   EXPECT_DOUBLE_EQ(doc["epochs"][0]["test_accuracy"].get<double>(), 0.85);
   EXPECT_DOUBLE_EQ(doc["epochs"][0]["train_loss"].get<double>(), 0.7);
+  EXPECT_DOUBLE_EQ(doc["epochs"][0]["train_seconds"].get<double>(), 2.5);
   EXPECT_EQ(doc["workers"][0]["samples"].get<std::size_t>(), 80u);
   EXPECT_DOUBLE_EQ(doc["workers"][0]["wait_seconds"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(doc["workers"][1]["compute_seconds"].get<double>(), 3.0);
