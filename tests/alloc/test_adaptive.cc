@@ -111,9 +111,27 @@ TEST(AdaptivePolicy, StartsEqualAndConvergesToTheProportionalSplit) {
   AdaptivePolicy p(4, 256, {});
   EXPECT_EQ(p.split(), (std::vector<std::size_t>{64, 64, 64, 64}));
   Cluster c{{400, 400, 400, 100}, 0.02};
-  for (int s = 0; s < 5; ++s) p.observe(c.step(p.split()));
+  // One warm-up step, then min_samples (10) before the first move.
+  for (int s = 0; s < 11; ++s) {
+    EXPECT_EQ(p.split(), (std::vector<std::size_t>{64, 64, 64, 64})) << "step " << s;
+    p.observe(c.step(p.split()));
+  }
+  for (int s = 0; s < 2; ++s) p.observe(c.step(p.split()));
   EXPECT_LT(max_relative_gap(p.split(), c.speed, 256), 0.10);
   EXPECT_EQ(sum(p.split()), 256u);
+}
+
+TEST(AdaptivePolicy, NoisierMachinesNeedAClearerGain) {
+  // A quiet machine rebalances a worker 15% slower; a noisy one (+-30% per
+  // step) does not chase a gain its own scatter could explain.
+  Cluster quiet{{400, 400, 400, 340}, 0.01};
+  AdaptivePolicy a(4, 256, {});
+  for (int s = 0; s < 30; ++s) a.observe(quiet.step(a.split()));
+  EXPECT_NE(a.split(), (std::vector<std::size_t>{64, 64, 64, 64}));
+  Cluster noisy{{400, 400, 400, 370}, 0.30};
+  AdaptivePolicy b(4, 256, {});
+  for (int s = 0; s < 30; ++s) b.observe(noisy.step(b.split()));
+  EXPECT_EQ(b.split(), (std::vector<std::size_t>{64, 64, 64, 64}));
 }
 
 TEST(AdaptivePolicy, NoiseInsideTheDeadBandMovesNothing) {
@@ -143,15 +161,15 @@ TEST(AdaptivePolicy, RespectsTheMemoryCap) {
   b.max_local = 80;
   AdaptivePolicy p(4, 256, b);
   Cluster c{{10000, 100, 100, 100}, 0.0};
-  for (int s = 0; s < 10; ++s) p.observe(c.step(p.split()));
+  for (int s = 0; s < 20; ++s) p.observe(c.step(p.split()));
   EXPECT_EQ(p.split()[0], 80u);
   EXPECT_EQ(sum(p.split()), 256u);
 }
 
 TEST(ProfiledStaticPolicy, MeasuresThenFreezes) {
-  ProfiledStaticPolicy p(4, 256, {}, 5);
+  ProfiledStaticPolicy p(4, 256, {}, 15);
   Cluster c{{400, 400, 400, 100}, 0.0};
-  for (int s = 0; s < 5; ++s) p.observe(c.step(p.split()));
+  for (int s = 0; s < 15; ++s) p.observe(c.step(p.split()));
   const auto frozen = p.split();
   EXPECT_LT(max_relative_gap(frozen, c.speed, 256), 0.10);
   c.speed = {100, 400, 400, 400};

@@ -133,7 +133,7 @@ TEST_F(Cli, AdaptiveFollowsASlowdownWithinFiveSteps) {
   constexpr std::size_t kB = 384, kAt = 200, kWithin = 5;
   const auto o = hetrain(
       "run -n 3 --model mlp --threads 1 --policy adaptive -b 384 --epochs 2 --max-steps 210 "
-      "--sample-cost-ms 0.1 --slowdown 2@200:0.25 -q --metrics " +
+      "--sample-cost-ms 0.2 --slowdown 2@200:0.25 -q --metrics " +
       metrics.string());
   ASSERT_EQ(o.code, 0) << o.err;
   const auto doc = nlohmann::json::parse(slurp(metrics));

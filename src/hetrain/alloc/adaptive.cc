@@ -1,6 +1,7 @@
 #include "hetrain/alloc/adaptive.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "hetrain/common/error.h"
@@ -14,6 +15,9 @@ constexpr int kMaxBisections = 200;
 // A worker whose share is (numerically) zero still needs a positive weight
 // for the rounding; it then gets 0 or 1 sample.
 constexpr double kTinyShare = 1e-9;
+// Standard error of a median of n samples whose median absolute deviation is
+// m: about 1.4826 m (the standard deviation) x 1.2533 (median vs mean) / sqrt(n).
+constexpr double kMedianErrorPerScatter = 1.4826 * 1.2533;
 
 double capacity(const WorkerModel& m, double t, double lo, double hi) {
   return std::clamp((t - m.overhead) * m.speed, lo, hi);
@@ -81,12 +85,19 @@ void AdaptivePolicy::observe(const Observation& obs) {
   for (std::size_t i = 0; i < cost_.size(); ++i) {
     cost_[i].observe({static_cast<double>(obs.local_batch[i]), obs.compute_seconds[i]});
   }
-  for (const auto& c : cost_)
-    if (!c.fitted()) return;
+  std::vector<double> errors;  // relative standard error of each worker's prediction
+  for (const auto& c : cost_) {
+    if (!c.fitted() || (!warmed_up_ && c.samples() < config_.min_samples)) return;
+    errors.push_back(kMedianErrorPerScatter * c.relative_scatter() /
+                     std::sqrt(static_cast<double>(c.samples())));
+  }
+  warmed_up_ = true;
+  const double band =
+      std::max(config_.dead_band, config_.noise_bands * *std::max_element(errors.begin(), errors.end()));
   const auto ms = models();
   const SolvedSplit best = solve_split(ms, global_batch_, bounds_);
   const double now = predicted_makespan(ms, split_);
-  if (best.makespan < (1.0 - config_.dead_band) * now) split_ = best.split;
+  if (best.makespan < (1.0 - band) * now) split_ = best.split;
 }
 
 ProfiledStaticPolicy::ProfiledStaticPolicy(std::size_t workers, std::size_t global_batch, Bounds bounds,

@@ -34,9 +34,15 @@ SolvedSplit solve_split(const std::vector<WorkerModel>& models, std::size_t tota
 
 struct AdaptiveConfig {
   CostModelConfig model;
-  // Move only when the predicted step gets at least this much faster
-  // (relative): noise inside the dead-band moves nothing.
+  // Move only when the predicted step gets faster by at least the larger
+  // of `dead_band` and `noise_bands` standard errors of the prediction
+  // (relative scatter / sqrt(samples), of the least certain worker): noise
+  // inside the band moves nothing, and a noisy machine needs a clearer gain.
   double dead_band = 0.05;
+  double noise_bands = 3.0;
+  // Samples each worker's model needs before the first move (later, a
+  // detected change may act on CostModelConfig::change_run of them).
+  std::size_t min_samples = 10;
   // Steps ignored at the start: the first pays for lazy initialisation.
   std::size_t warmup_steps = 1;
 };
@@ -56,6 +62,7 @@ class AdaptivePolicy final : public Policy {
   std::vector<CostModel> cost_;
   std::vector<std::size_t> split_;
   std::size_t seen_ = 0;
+  bool warmed_up_ = false;
 };
 
 // `static` without --shares: adaptive for `profile_steps` steps, then the

@@ -9,6 +9,8 @@ namespace {
 
 // Smallest per-sample cost accepted from a fit: 1 ns a sample (seconds).
 constexpr double kMinSecondsPerSample = 1e-9;
+// A surprise must exceed this many times the window's relative scatter.
+constexpr double kScatterBands = 3.0;
 
 double median(std::vector<double> v) {
   const std::size_t mid = v.size() / 2;
@@ -27,14 +29,31 @@ void CostModel::seed(double samples_per_second, double overhead_seconds) {
   surprise_ratios_.clear();
 }
 
+double CostModel::relative_scatter() const {
+  if (!fitted() || window_.empty()) return 0.0;
+  std::vector<double> rel;
+  for (const auto& s : window_) {
+    const double p = predict(s.batch);
+    if (p > 0.0) rel.push_back(std::abs(s.seconds - p) / p);
+  }
+  return rel.empty() ? 0.0 : median(rel);
+}
+
 void CostModel::observe(Sample s) {
   if (!(s.batch > 0.0) || !(s.seconds >= 0.0) || !std::isfinite(s.seconds)) return;
   if (fitted()) {
+    // A surprise is off by more than the threshold and more than this
+    // worker's usual scatter, and on the same side as the previous ones:
+    // noise is not a change.
     const double predicted = predict(s.batch);
-    if (std::abs(s.seconds - predicted) > config_.change_threshold * predicted) {
-      surprise_ratios_.push_back(s.seconds / predicted);
+    const double ratio = s.seconds / predicted;
+    const double limit = std::max(config_.change_threshold, kScatterBands * relative_scatter());
+    const bool same_side = surprise_ratios_.empty() || (ratio > 1.0) == (surprise_ratios_.back() > 1.0);
+    if (std::abs(ratio - 1.0) > limit && same_side) {
+      surprise_ratios_.push_back(ratio);
     } else {
       surprise_ratios_.clear();
+      if (std::abs(ratio - 1.0) > limit) surprise_ratios_.push_back(ratio);
     }
   }
   window_.push_back(s);

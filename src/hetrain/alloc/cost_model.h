@@ -34,7 +34,8 @@ struct Sample {
 // would starve it of the batch sizes that could correct the estimate), and
 // the per-sample cost 1/v is the median of (t - a)/b. Medians ignore isolated
 // spikes; a run of `change_run` predictions off by more than
-// `change_threshold` means the worker really changed: the window restarts
+// `change_threshold` (and three times the usual scatter), all on the same
+// side, means the worker really changed: the window restarts
 // from that run, and a is scaled by the median ratio of measured to
 // predicted time over it (a slower device, a CPU quota or contention slows
 // the whole step, overhead included), so a worker that becomes 4x slower is
@@ -50,6 +51,10 @@ class CostModel {
   double overhead() const { return overhead_; }                       // a, seconds
   double speed() const { return 1.0 / seconds_per_sample_.value(); }  // v, samples/s
   double predict(double batch) const { return overhead_ + batch * seconds_per_sample_.value(); }
+  // How far the window's samples scatter around the fit: the median of
+  // |t - predicted| / predicted (0 when unfitted).
+  double relative_scatter() const;
+  std::size_t samples() const { return window_.size(); }
   // Starts from a known speed (a saved state, a profile), no overhead.
   void seed(double samples_per_second, double overhead_seconds = 0.0);
 

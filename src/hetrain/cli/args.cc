@@ -32,7 +32,7 @@ Examples:
 void add_launch_options(CLI::App& app, LaunchOptions& l) {
   app.add_option("-n,--nproc", l.nproc,
                  "Number of workers (run: processes to start; worker: must equal WORLD_SIZE)")
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, comm::kMaxWorkers));
   app.add_option("--master-addr", l.master_addr, "Rendezvous host (default: MASTER_ADDR or 127.0.0.1)");
   app.add_option("--master-port", l.master_port, "Rendezvous port (default: MASTER_PORT; run: a free port)")
       ->check(CLI::Range(1, 65535));

@@ -35,7 +35,7 @@ constexpr Convention kConventions[] = {
      "OMPI_COMM_WORLD_LOCAL_SIZE"},
     {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
 };
-constexpr long kMaxWorld = 1 << 20;
+constexpr long kMaxWorld = kMaxWorkers;
 constexpr long kMaxPort = 65535;
 
 }  // namespace

@@ -14,6 +14,10 @@ namespace hetrain::comm {
 // torchrun's default rendezvous port, used when MASTER_PORT is unset.
 inline constexpr std::uint16_t kDefaultMasterPort = 29500;
 
+// The largest world hetrain accepts (the split fingerprint in the trainer
+// stays exact in float up to this many ranks).
+inline constexpr int kMaxWorkers = 4096;
+
 struct WorldInfo {
   int rank = 0;
   int world_size = 1;

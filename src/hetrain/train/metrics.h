@@ -19,7 +19,7 @@ struct StepRecord {
 struct EpochRecord {
   std::size_t epoch = 0;
   double seconds = 0.0;
-  double train_seconds = 0.0;   // the step loop only, evaluation excluded
+  double train_seconds = 0.0;  // the step loop only, evaluation excluded
   double train_loss = 0.0;     // mean over the epoch's global batches
   double test_accuracy = 0.0;  // on the held-out split
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hetrain/comm/env.h"
 #include "hetrain/common/error.h"
 
 namespace hetrain::train {
@@ -15,7 +16,9 @@ constexpr std::size_t kMaxEpochs = 1'000'000;
 }  // namespace
 
 void validate(const TrainOptions& o, int world_size) {
-  if (world_size < 1) throw UsageError(fmt::format("world size must be >= 1, got {}", world_size));
+  if (world_size < 1 || world_size > comm::kMaxWorkers) {
+    throw UsageError(fmt::format("world size must be in [1, {}], got {}", comm::kMaxWorkers, world_size));
+  }
   const auto n = static_cast<std::size_t>(world_size);
   if (o.model != "mlp" && o.model != "cnn") {
     throw UsageError(fmt::format("unknown model '{}' (expected mlp or cnn)", o.model));

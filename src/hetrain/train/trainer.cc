@@ -1,6 +1,7 @@
 #include "hetrain/train/trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <thread>
@@ -24,6 +25,21 @@ constexpr double kPixelMean = 0.2860;
 constexpr double kPixelStd = 0.3530;
 constexpr double kPixelMax = 255.0;
 constexpr std::int64_t kEvalBatch = 1024;  // samples per evaluation forward
+
+// Telemetry after the gradients in the reduced buffer, in blocks of N floats.
+constexpr std::size_t kComputeSlot = 0;      // compute seconds, one per rank
+constexpr std::size_t kLossSlot = 1;         // scaled loss, one per rank
+constexpr std::size_t kFingerprintSlot = 2;  // first float: sum of every rank's split fingerprint
+constexpr std::size_t kTelemetrySlots = 3;
+
+// A checksum of a split that stays exact in float when N ranks add it up
+// (below 2^24 for up to comm::kMaxWorkers = 4096 ranks).
+constexpr std::size_t kFingerprintModulus = 4093;
+float split_fingerprint(const std::vector<std::size_t>& split) {
+  std::size_t f = 0;
+  for (std::size_t i = 0; i < split.size(); ++i) f = (f + (i + 1) * split[i]) % kFingerprintModulus;
+  return static_cast<float>(f);
+}
 
 // An ImageSet as tensors, without copying the pixels.
 struct Tensors {
@@ -166,8 +182,8 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   }
   std::size_t num_params = 0;
   for (auto& p : model->parameters()) num_params += static_cast<std::size_t>(p.numel());
-  // [gradients | compute seconds per rank | scaled loss per rank]
-  std::vector<float> buffer(num_params + 2 * n, 0.0f);
+  // [gradients | compute seconds per rank | scaled loss per rank | split fingerprint]
+  std::vector<float> buffer(num_params + kTelemetrySlots * n, 0.0f);
   bind_gradients(*model, buffer);
   auto optimizer = make_optimizer(o, *model);
 
@@ -220,8 +236,8 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
           batch == B ? policy->split() : alloc::scale_split(policy->split(), batch, pc.bounds.max_local);
       const data::Slice slice = data::slice_of(split, rank);
 
-      const auto t0 = Clock::now();
       std::fill(buffer.begin(), buffer.end(), 0.0f);
+      const auto t0 = Clock::now();
       double scaled_loss = 0.0;
       if (slice.count > 0) {
         auto idx = perm.narrow(0, static_cast<std::int64_t>(step * B + slice.begin),
@@ -245,11 +261,19 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       }
       const double compute = seconds_since(t0);
 
-      buffer[num_params + rank] = static_cast<float>(compute);
-      buffer[num_params + n + rank] = static_cast<float>(scaled_loss);
+      buffer[num_params + kComputeSlot * n + rank] = static_cast<float>(compute);
+      buffer[num_params + kLossSlot * n + rank] = static_cast<float>(scaled_loss);
+      const float fingerprint = split_fingerprint(split);
+      buffer[num_params + kFingerprintSlot * n] = fingerprint;
       const auto t1 = Clock::now();
       group.allreduce_sum(std::span<float>(buffer));
       const double wait = seconds_since(t1);
+      // Every rank must have cut the batch the same way, or samples would be
+      // skipped or used twice: the fingerprints summed must be N of ours.
+      if (buffer[num_params + kFingerprintSlot * n] != fingerprint * static_cast<float>(n)) {
+        throw Error(fmt::format("workers disagree on the split at step {} (rank {} used {})", total_steps,
+                                rank, fmt::join(split, "/")));
+      }
       const double lr = scheduled_lr(o, total_steps, planned_steps);
       for (auto& g : optimizer->param_groups()) g.options().set_lr(lr);
       optimizer->step();
@@ -257,8 +281,8 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       alloc::Observation obs;
       obs.local_batch = split;
       for (std::size_t i = 0; i < n; ++i) {
-        obs.compute_seconds.push_back(buffer[num_params + i]);
-        loss_sum += buffer[num_params + n + i];
+        obs.compute_seconds.push_back(buffer[num_params + kComputeSlot * n + i]);
+        loss_sum += buffer[num_params + kLossSlot * n + i];
       }
       policy->observe(obs);
       my_batch.push_back(slice.count);
