@@ -100,16 +100,24 @@ TEST_P(Equivalence, EqualSplitMatchesOneWorker) {
 
 TEST_P(Equivalence, AdaptiveSplitMatchesOneWorker) {
   // The adaptive split follows measured (noisy) times, so it differs from
-  // run to run; the parameters must not.
-  const auto reference = run_world(base(), data_, 1).front();
-  TrainOptions adaptive = base();
+  // run to run; the parameters must not. 30 steps: the policy waits for 10
+  // samples a worker before its first move; a synthetic per-sample cost
+  // makes the emulated 4x-slow worker stand out from the shared cores' noise.
+  TrainOptions one = base();
+  one.max_steps = 30;
+  one.epochs = 3;
+  one.lr = 0.01;  // float-order differences grow with steps x lr; 1e-5 still holds at this size
+  const auto reference = run_world(one, data_, 1).front();
+  TrainOptions adaptive = one;
   adaptive.policy = "adaptive";
   adaptive.speeds = {1.0, 1.0, 0.25};
+  adaptive.sample_cost_ms = 0.1;
   const auto results = run_world(adaptive, data_, 3);
   for (const auto& r : results) EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance);
   bool moved = false;  // the split did move away from equal
-  for (const auto& st : results[0].metrics.steps)
+  for (const auto& st : results[0].metrics.steps) {
     moved |= st.local_batch != results[0].metrics.steps[0].local_batch;
+  }
   EXPECT_TRUE(moved);
 }
 
