@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Sets up, builds, and runs the main job: a short heterogeneous training demo
-# on Fashion-MNIST, 4 workers, one of them emulated 4x slower.
+# on Fashion-MNIST, 4 workers, one of them emulated 4x slower, one epoch of
+# the cnn with a global batch of 256 under each allocation policy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETRAIN_BUILD_TESTS=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target hetrain
 mkdir -p runs
-./build/hetrain run -n 4 --model cnn --epochs 1 --speeds 1,1,1,0.25 --policy equal \
+./build/hetrain run -n 4 --model cnn -b 256 --epochs 1 --speeds 1,1,1,0.25 --policy equal \
   --metrics runs/demo-equal.json "$@"
-./build/hetrain run -n 4 --model cnn --epochs 1 --speeds 1,1,1,0.25 --policy static --shares 4,4,4,1 \
+./build/hetrain run -n 4 --model cnn -b 256 --epochs 1 --speeds 1,1,1,0.25 --policy static --shares 4,4,4,1 \
   --metrics runs/demo-static.json "$@"
-./build/hetrain run -n 4 --model cnn --epochs 1 --speeds 1,1,1,0.25 --policy adaptive \
+./build/hetrain run -n 4 --model cnn -b 256 --epochs 1 --speeds 1,1,1,0.25 --policy adaptive \
   --metrics runs/demo-adaptive.json "$@"
 python3 - <<'PY'
 import json

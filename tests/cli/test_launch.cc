@@ -121,6 +121,13 @@ TEST_F(Cli, MissingOrCorruptDataGivesOneLineAndExitCodeThree) {
   EXPECT_EQ(corrupt.code, 3) << corrupt.err;
   EXPECT_EQ(lines(corrupt.err), 1u) << corrupt.err;
   EXPECT_NE(corrupt.err.find("magic"), std::string::npos) << corrupt.err;
+
+  // A metrics file that cannot be written fails before training, not after.
+  const auto unwritable =
+      hetrain(std::string("run -n 2") + kQuick + "--metrics " + (dir_ / "no" / "m.json").string());
+  EXPECT_EQ(unwritable.code, 3) << unwritable.err;
+  EXPECT_EQ(lines(unwritable.err), 1u) << unwritable.err;
+  EXPECT_EQ(unwritable.out.find("epoch"), std::string::npos) << unwritable.out;
 }
 
 // The allocation trace after a worker turns 4x slower at step 200: within 5

@@ -98,6 +98,7 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
     throw UsageError(fmt::format("-n {} but the environment says WORLD_SIZE {}", l.nproc, world.world_size));
   }
   train::validate(o, world.world_size);
+  if (world.rank == 0 && !o.metrics_path.empty()) train::check_writable(o.metrics_path);
   train::set_compute_threads(o.threads > 0 ? o.threads : default_threads(world.local_world_size));
   const auto data = train::load_data(o);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));

@@ -75,6 +75,14 @@ std::string to_json(const RunMetrics& m) {
   return doc.dump() + "\n";
 }
 
+void check_writable(const std::string& path) {
+  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw DataError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  ::close(fd);
+  std::remove(tmp.c_str());
+}
+
 void write_file_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -41,6 +41,10 @@ double balance_efficiency(const std::vector<StepRecord>& steps);
 // The metrics document (see README, "Metrics").
 std::string to_json(const RunMetrics& m);
 
+// Throws DataError now, not after hours of training, if `path` cannot be
+// written (creates and removes a temporary file beside it).
+void check_writable(const std::string& path);
+
 // Writes `text` to `path` atomically: a temporary file beside it, fsync,
 // rename. A crash leaves the old file or none, never half of one.
 void write_file_atomic(const std::string& path, const std::string& text);
