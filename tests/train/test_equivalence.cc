@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <exception>
+#include <string>
 #include <thread>
 
 #include "hetrain/comm/gloo/gloo_group.h"
@@ -138,6 +139,20 @@ TEST_P(Equivalence, SameTestAccuracyAndLossWhateverTheSplit) {
   for (const auto& s : rb.metrics.steps)
     for (auto b_i : s.local_batch) samples += b_i;
   EXPECT_EQ(samples, 640u);
+}
+
+TEST_P(Equivalence, RingAndGlooAllreduceGiveTheSameParametersUnderEveryPolicy) {
+  const auto reference = run_world(base(), data_, 1).front();
+  for (const char* policy : {"equal", "static", "adaptive"}) {
+    TrainOptions o = base();
+    o.allreduce = "ring";
+    o.policy = policy;
+    if (o.policy == "static") o.shares = {5, 17, 42};
+    const auto results = run_world(o, data_, 3);
+    for (const auto& r : results) {
+      EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance) << policy;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Equivalence, ::testing::Values("mlp", "cnn"));

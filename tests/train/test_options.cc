@@ -53,6 +53,7 @@ TEST(Validate, RejectsInconsistentFlags) {
   expect_usage([](TrainOptions& o) { o.epochs = 0; }, 1, "--epochs");
   expect_usage([](TrainOptions& o) { o.timeout_seconds = 0; }, 1, "--timeout");
   expect_usage([](TrainOptions& o) { o.optimizer = "lbfgs"; }, 1, "unknown optimizer");
+  expect_usage([](TrainOptions& o) { o.allreduce = "tree"; }, 1, "unknown allreduce");
 }
 
 TEST(Slowdown, ParsesAndAppliesFromItsStepOn) {

@@ -33,6 +33,7 @@ std::string to_json(const RunMetrics& m) {
   doc["world_size"] = m.world_size;
   doc["model"] = m.model;
   doc["policy"] = m.policy;
+  doc["allreduce"] = m.allreduce;
   doc["data"] = m.data;
   doc["global_batch"] = m.global_batch;
   doc["speeds"] = m.speeds;

@@ -26,7 +26,7 @@ struct EpochRecord {
 
 struct RunMetrics {
   int world_size = 1;
-  std::string model, policy, data;
+  std::string model, policy, data, allreduce;
   std::size_t global_batch = 0;
   std::vector<double> speeds;  // emulated relative speeds; empty = none
   double wall_seconds = 0.0;

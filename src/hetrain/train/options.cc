@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hetrain/comm/allreduce.h"
 #include "hetrain/comm/env.h"
 #include "hetrain/common/error.h"
 
@@ -90,6 +91,7 @@ void validate(const TrainOptions& o, int world_size) {
   if (o.data == "synthetic" && (o.synthetic_train == 0 || o.synthetic_test == 0)) {
     throw UsageError("--synthetic-train and --synthetic-test must be > 0");
   }
+  comm::parse_algorithm(o.allreduce);  // throws UsageError for an unknown name
   if (o.threads < 0) throw UsageError(fmt::format("--threads must be >= 0, got {}", o.threads));
   if (!(o.timeout_seconds > 0.0) || !std::isfinite(o.timeout_seconds)) {
     throw UsageError(fmt::format("--timeout must be > 0 seconds, got {}", o.timeout_seconds));

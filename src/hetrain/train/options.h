@@ -56,6 +56,7 @@ struct TrainOptions {
   double sample_cost_ms = 0.0;
 
   // Running.
+  std::string allreduce = "gloo";  // gloo | ring: the gradient allreduce
   std::string metrics_path;
   int threads = 0;  // torch intra-op threads; 0 = cores / local workers
   double timeout_seconds = kDefaultTimeoutSeconds;

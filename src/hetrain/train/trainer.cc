@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "hetrain/alloc/policy.h"
+#include "hetrain/comm/allreduce.h"
 #include "hetrain/common/error.h"
 #include "hetrain/data/cursor.h"
 #include "hetrain/data/synthetic.h"
@@ -186,6 +187,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   std::vector<float> buffer(num_params + kTelemetrySlots * n, 0.0f);
   bind_gradients(*model, buffer);
   auto optimizer = make_optimizer(o, *model);
+  const comm::Algorithm algorithm = comm::parse_algorithm(o.allreduce);
 
   alloc::PolicyConfig pc;
   pc.name = o.policy;
@@ -206,6 +208,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   m.world_size = group.size();
   m.model = o.model;
   m.policy = o.policy;
+  m.allreduce = o.allreduce;
   m.data = o.train_images.empty() ? o.data : o.train_images;
   m.global_batch = B;
   m.speeds = o.speeds;
@@ -266,7 +269,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       const float fingerprint = split_fingerprint(split);
       buffer[num_params + kFingerprintSlot * n] = fingerprint;
       const auto t1 = Clock::now();
-      group.allreduce_sum(std::span<float>(buffer));
+      comm::allreduce(group, {std::span<float>(buffer), algorithm});
       const double wait = seconds_since(t1);
       // Every rank must have cut the batch the same way, or samples would be
       // skipped or used twice: the fingerprints summed must be N of ours.

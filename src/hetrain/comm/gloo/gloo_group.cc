@@ -43,6 +43,25 @@ at::Tensor view_of(std::span<double> s) {
   return at::from_blob(s.data(), {static_cast<int64_t>(s.size())}, at::kDouble);
 }
 
+at::Tensor view_of(Buffer b) {
+  return at::from_blob(b.data, {static_cast<int64_t>(b.count)},
+                       b.dtype == Dtype::kFloat32 ? at::kFloat : at::kDouble);
+}
+
+class GlooRequest final : public Request {
+ public:
+  GlooRequest(c10::intrusive_ptr<c10d::Work> work, const char* what) : work_(std::move(work)), what_(what) {}
+  void wait() override {
+    if (!work_) return;
+    translate(what_, [&] { return work_->wait(); });
+    work_.reset();
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  const char* what_;
+};
+
 class GlooGroup final : public GroupImpl {
  public:
   GlooGroup(c10::intrusive_ptr<c10d::Store> store, int rank, int size, std::chrono::milliseconds timeout,
@@ -69,6 +88,18 @@ class GlooGroup final : public GroupImpl {
       pg_->broadcast(t, opts)->wait();
       return 0;
     });
+  }
+  std::unique_ptr<Request> isend(Buffer b, int dst, int tag) override {
+    if (b.count == 0) return std::make_unique<GlooRequest>(c10::intrusive_ptr<c10d::Work>(), "send");
+    std::vector<at::Tensor> t{view_of(b)};
+    return std::make_unique<GlooRequest>(translate("send failed", [&] { return pg_->send(t, dst, tag); }),
+                                         "send failed");
+  }
+  std::unique_ptr<Request> irecv(Buffer b, int src, int tag) override {
+    if (b.count == 0) return std::make_unique<GlooRequest>(c10::intrusive_ptr<c10d::Work>(), "recv");
+    std::vector<at::Tensor> t{view_of(b)};
+    return std::make_unique<GlooRequest>(translate("recv failed", [&] { return pg_->recv(t, src, tag); }),
+                                         "recv failed");
   }
   void barrier() override {
     translate("barrier failed", [&] {

@@ -1,0 +1,37 @@
+// Allreduce behind one seam: an options object and a free function (the
+// shape of gloo::allreduce(AllreduceOptions)). Every allocation policy runs
+// over any algorithm here; the reduction is a sum.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "hetrain/comm/group.h"
+
+namespace hetrain::comm {
+
+enum class Algorithm {
+  kGloo,  // the engine's own: c10d ProcessGroupGloo::allreduce
+  kRing,  // hetrain's Ring AllReduce over the group's send/recv (ring.cc)
+};
+
+// "gloo" | "ring"; throws UsageError otherwise.
+Algorithm parse_algorithm(const std::string& name);
+const char* algorithm_name(Algorithm a);
+
+template <typename T>
+struct AllreduceOptions {
+  std::span<T> data;  // reduced in place: every rank ends with the sum
+  Algorithm algorithm = Algorithm::kGloo;
+};
+
+// Blocks until the sum is in `data` on this rank; throws CommError when a
+// peer is gone or the group's timeout passes.
+void allreduce(Group& group, const AllreduceOptions<float>& options);
+void allreduce(Group& group, const AllreduceOptions<double>& options);
+
+// The ring alone (exposed for tests and the benchmark).
+template <typename T>
+void ring_allreduce(Group& group, std::span<T> data);
+
+}  // namespace hetrain::comm
