@@ -10,7 +10,9 @@
 #include <iostream>
 #include <thread>
 
+#include "hetrain/cli/bench.h"
 #include "hetrain/cli/launcher.h"
+#include "hetrain/comm/allreduce.h"
 #include "hetrain/comm/env.h"
 #include "hetrain/comm/gloo/gloo_group.h"
 #include "hetrain/common/error.h"
@@ -25,6 +27,8 @@ Examples:
   hetrain run -n 4 --speeds 1,1,1,0.25 --policy equal --epochs 1
   hetrain run -n 3 --policy static --shares 4,4,1 --data synthetic
   hetrain run -n 4 --policy adaptive --speeds 1,1,1,0.25 --slowdown 1@300:0.5
+  hetrain run -n 4 --allreduce ring --policy adaptive
+  hetrain bench allreduce -n 4 --algo gloo,ring --sizes 1M,16M,256M
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 hetrain worker --model mlp
   mpirun -np 4 -x MASTER_ADDR=node0 -x MASTER_PORT=29500 hetrain worker --model cnn
 )";
@@ -162,6 +166,24 @@ int dispatch(int argc, char** argv) {
   add_launch_options(*worker, worker_launch);
   add_train_options(*worker, worker_opts);
 
+  auto* bench = app.add_subcommand("bench", "Measure the communication layer");
+  auto* bench_allreduce = bench->add_subcommand(
+      "allreduce",
+      "Time each allreduce algorithm over message sizes on N local processes (nccl-tests layout)");
+  bench->require_subcommand(1);
+  BenchOptions bench_opts;
+  int bench_n = 4;
+  bool bench_as_worker = false;
+  bench_allreduce->add_option("-n,--nproc", bench_n, "Processes")->check(CLI::Range(1, comm::kMaxWorkers));
+  bench_allreduce->add_option("--algo", bench_opts.algorithms, "Algorithms: gloo,ring")->delimiter(',');
+  bench_allreduce->add_option("--sizes", bench_opts.sizes, "Message sizes in bytes (K, M, G suffixes)")
+      ->delimiter(',');
+  bench_allreduce->add_option("--iters", bench_opts.iterations, "Timed iterations per size")
+      ->capture_default_str();
+  bench_allreduce->add_option("--timeout", bench_opts.timeout_seconds, "Seconds any collective may take");
+  bench_allreduce->add_flag("--as-worker", bench_as_worker, "(internal: one process of the benchmark)")
+      ->group("");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -174,6 +196,16 @@ int dispatch(int argc, char** argv) {
     throw UsageError(std::string(e.what()) + " (see hetrain --help)");
   }
 
+  if (bench_allreduce->parsed()) {
+    for (const auto& size : bench_opts.sizes) parse_bytes(size);  // fail before starting processes
+    for (const auto& a : bench_opts.algorithms) comm::parse_algorithm(a);
+    if (bench_as_worker) return bench_allreduce_worker(bench_opts, comm::world_from_env(comm::process_env()));
+    LaunchPlan plan;
+    plan.nproc = bench_n;
+    for (int i = 1; i < argc; ++i) plan.worker_args.emplace_back(argv[i]);
+    plan.worker_args.emplace_back("--as-worker");
+    return launch(plan);
+  }
   if (run->parsed()) {
     LaunchPlan plan;
     plan.nproc = run_launch.nproc == 0 ? 1 : run_launch.nproc;

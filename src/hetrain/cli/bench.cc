@@ -1,0 +1,160 @@
+#include "hetrain/cli/bench.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "hetrain/comm/allreduce.h"
+#include "hetrain/comm/gloo/gloo_group.h"
+#include "hetrain/common/error.h"
+
+namespace hetrain::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kReferenceBytes = std::size_t{256} << 20;  // per reference measurement
+constexpr int kReferenceRepeats = 3;
+constexpr double kGiga = 1e9;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// memcpy bandwidth of one core, GB/s.
+double memcpy_gbps() {
+  std::vector<char> a(kReferenceBytes, 1), b(kReferenceBytes, 0);
+  std::vector<double> t;
+  for (int i = 0; i < kReferenceRepeats; ++i) {
+    const auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), a.size());
+    t.push_back(seconds_since(t0));
+  }
+  return static_cast<double>(kReferenceBytes) / median(t) / kGiga;
+}
+
+// One TCP stream over loopback, GB/s: a thread writes, this one reads.
+double loopback_tcp_gbps() {
+  const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (server < 0 || ::bind(server, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(server, 1) != 0 || ::getsockname(server, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (server >= 0) ::close(server);
+    throw CommError("cannot open a loopback socket for the TCP reference");
+  }
+  std::thread writer([addr] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+      std::vector<char> chunk(1 << 20, 7);
+      for (std::size_t sent = 0; sent < kReferenceBytes;) {
+        const ssize_t w = ::send(fd, chunk.data(), chunk.size(), 0);
+        if (w <= 0) break;
+        sent += static_cast<std::size_t>(w);
+      }
+    }
+    ::close(fd);
+  });
+  const int conn = ::accept(server, nullptr, nullptr);
+  std::vector<char> sink(1 << 20);
+  std::size_t got = 0;
+  const auto t0 = Clock::now();
+  while (conn >= 0) {
+    const ssize_t r = ::recv(conn, sink.data(), sink.size(), 0);
+    if (r <= 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  const double secs = seconds_since(t0);
+  writer.join();
+  if (conn >= 0) ::close(conn);
+  ::close(server);
+  return static_cast<double>(got) / secs / kGiga;
+}
+
+}  // namespace
+
+std::size_t parse_bytes(const std::string& text) {
+  std::size_t value = 0, pos = 0;
+  try {
+    value = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("size '{}' is not a number of bytes (e.g. 64K, 1M, 256M)", text));
+  }
+  const std::string unit = text.substr(pos);
+  std::size_t shift = 0;
+  if (unit == "K" || unit == "k")
+    shift = 10;
+  else if (unit == "M" || unit == "m")
+    shift = 20;
+  else if (unit == "G" || unit == "g")
+    shift = 30;
+  else if (!unit.empty())
+    throw UsageError(fmt::format("size '{}' has an unknown unit (use K, M or G)", text));
+  return value << shift;
+}
+
+int bench_allreduce_worker(const BenchOptions& o, const comm::WorldInfo& world) {
+  std::vector<comm::Algorithm> algos;
+  for (const auto& a : o.algorithms) algos.push_back(comm::parse_algorithm(a));
+  std::vector<std::size_t> sizes;
+  for (const auto& s : o.sizes) sizes.push_back(parse_bytes(s));
+  if (o.iterations < 1) throw UsageError("--iters must be >= 1");
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));
+  comm::Group group = comm::connect_gloo(world, timeout);
+  const int n = group.size();
+  const bool talk = group.rank() == 0;
+  if (talk) {
+    fmt::print("# hetrain bench allreduce: {} processes, float32 sum, median of {} iterations\n", n,
+               o.iterations);
+    fmt::print("# reference: memcpy {:.2f} GB/s, one loopback TCP stream {:.2f} GB/s\n", memcpy_gbps(),
+               loopback_tcp_gbps());
+    fmt::print("#{:>6} {:>12} {:>12} {:>10} {:>10} {:>10}\n", "algo", "size(B)", "count", "time(us)", "algbw",
+               "busbw");
+    std::fflush(stdout);
+  }
+  for (comm::Algorithm algo : algos) {
+    for (std::size_t bytes : sizes) {
+      std::vector<float> data(bytes / sizeof(float), 1.0f);
+      std::vector<double> times;
+      for (int i = 0; i <= o.iterations; ++i) {
+        group.barrier();
+        const auto t0 = Clock::now();
+        comm::allreduce(group, {std::span<float>(data), algo});
+        if (i > 0) times.push_back(seconds_since(t0));  // the first is a warm-up
+      }
+      // The slowest rank defines the collective's time.
+      std::vector<double> worst(times.size());
+      for (std::size_t i = 0; i < times.size(); ++i) {
+        std::vector<double> all(static_cast<std::size_t>(n), 0.0);
+        all[static_cast<std::size_t>(group.rank())] = times[i];
+        group.allreduce_sum(std::span<double>(all));
+        worst[i] = *std::max_element(all.begin(), all.end());
+      }
+      const double t = median(worst);
+      const double actual_bytes = static_cast<double>(data.size() * sizeof(float));
+      const double algbw = t > 0 ? actual_bytes / t / kGiga : 0.0;
+      const double busbw = algbw * 2.0 * (n - 1) / n;
+      if (talk) {
+        fmt::print("{:>7} {:>12} {:>12} {:>10.1f} {:>10.3f} {:>10.3f}\n", comm::algorithm_name(algo),
+                   data.size() * sizeof(float), data.size(), t * 1e6, algbw, busbw);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace hetrain::cli

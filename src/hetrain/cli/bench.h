@@ -1,0 +1,26 @@
+// `hetrain bench allreduce`: time each allreduce algorithm over message sizes
+// on N local processes, in the layout of nccl-tests, with this machine's
+// physical limits (memcpy and single-stream loopback TCP) as a reference.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hetrain/comm/env.h"
+
+namespace hetrain::cli {
+
+struct BenchOptions {
+  std::vector<std::string> algorithms{"gloo", "ring"};
+  std::vector<std::string> sizes{"1K", "64K", "1M", "16M", "64M", "256M"};  // bytes, K/M/G suffixes
+  int iterations = 5;      // timed, after one warm-up
+  double timeout_seconds = 300.0;
+};
+
+// Parses "64K", "1M", "2G" or plain bytes (powers of 1024); throws UsageError.
+std::size_t parse_bytes(const std::string& text);
+
+// Runs on every rank of `world`; rank 0 prints the table. Returns 0.
+int bench_allreduce_worker(const BenchOptions& options, const comm::WorldInfo& world);
+
+}  // namespace hetrain::cli
