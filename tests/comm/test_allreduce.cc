@@ -34,7 +34,9 @@ void sweep_rank(Group& g, Algorithm algo) {
   for (std::size_t count : kCounts) {
     std::vector<T> data(count);
     for (std::size_t i = 0; i < count; ++i) data[i] = value<T>(g.rank(), i);
-    allreduce(g, AllreduceOptions<T>{std::span<T>(data), algo});
+    // Whole, and in buckets of 1000 elements (a remainder bucket included).
+    const std::size_t bucket = count % 2 == 0 ? 0 : 1000;
+    allreduce(g, AllreduceOptions<T>{std::span<T>(data), algo, bucket});
     for (std::size_t i = 0; i < count; ++i) {
       if (data[i] != expected<T>(g.size(), i)) {
         ADD_FAILURE() << algorithm_name(algo) << " n=" << g.size() << " count=" << count << " rank "

@@ -54,6 +54,7 @@ TEST(Validate, RejectsInconsistentFlags) {
   expect_usage([](TrainOptions& o) { o.timeout_seconds = 0; }, 1, "--timeout");
   expect_usage([](TrainOptions& o) { o.optimizer = "lbfgs"; }, 1, "unknown optimizer");
   expect_usage([](TrainOptions& o) { o.allreduce = "tree"; }, 1, "unknown allreduce");
+  expect_usage([](TrainOptions& o) { o.bucket_mb = 0; }, 1, "--bucket-mb");
 }
 
 TEST(Slowdown, ParsesAndAppliesFromItsStepOn) {

@@ -1,5 +1,7 @@
 #include "hetrain/comm/allreduce.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "hetrain/common/error.h"
@@ -8,16 +10,25 @@ namespace hetrain::comm {
 namespace {
 
 template <typename T>
-void dispatch(Group& group, const AllreduceOptions<T>& o) {
-  switch (o.algorithm) {
+void reduce_one(Group& group, Algorithm algorithm, std::span<T> data) {
+  switch (algorithm) {
     case Algorithm::kGloo:
-      group.allreduce_sum(o.data);
+      group.allreduce_sum(data);
       return;
     case Algorithm::kRing:
-      ring_allreduce(group, o.data);
+      ring_allreduce(group, data);
       return;
   }
   throw Error("unhandled allreduce algorithm");
+}
+
+template <typename T>
+void dispatch(Group& group, const AllreduceOptions<T>& o) {
+  const std::size_t bucket = o.bucket_elements == 0 ? o.data.size() : o.bucket_elements;
+  if (o.data.empty()) return reduce_one(group, o.algorithm, o.data);
+  for (std::size_t begin = 0; begin < o.data.size(); begin += bucket) {
+    reduce_one(group, o.algorithm, o.data.subspan(begin, std::min(bucket, o.data.size() - begin)));
+  }
 }
 
 }  // namespace

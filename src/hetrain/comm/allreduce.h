@@ -23,6 +23,11 @@ template <typename T>
 struct AllreduceOptions {
   std::span<T> data;  // reduced in place: every rank ends with the sum
   Algorithm algorithm = Algorithm::kGloo;
+  // Reduce the buffer in consecutive buckets of at most this many elements,
+  // one call each, in order (0: the whole buffer in one call). Gradients are
+  // fused into one flat buffer, so this is the number of calls, not the
+  // number of parameters.
+  std::size_t bucket_elements = 0;
 };
 
 // Blocks until the sum is in `data` on this rank; throws CommError when a

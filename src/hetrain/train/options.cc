@@ -92,6 +92,9 @@ void validate(const TrainOptions& o, int world_size) {
     throw UsageError("--synthetic-train and --synthetic-test must be > 0");
   }
   comm::parse_algorithm(o.allreduce);  // throws UsageError for an unknown name
+  if (!(o.bucket_mb > 0.0) || !std::isfinite(o.bucket_mb)) {
+    throw UsageError(fmt::format("--bucket-mb must be > 0, got {}", o.bucket_mb));
+  }
   if (o.threads < 0) throw UsageError(fmt::format("--threads must be >= 0, got {}", o.threads));
   if (!(o.timeout_seconds > 0.0) || !std::isfinite(o.timeout_seconds)) {
     throw UsageError(fmt::format("--timeout must be > 0 seconds, got {}", o.timeout_seconds));
@@ -137,6 +140,11 @@ double emulated_speed(const TrainOptions& o, std::size_t rank, std::size_t step)
     }
   }
   return speed;
+}
+
+std::size_t bucket_elements(const TrainOptions& o) {
+  constexpr double kBytesPerMb = 1024.0 * 1024.0;
+  return std::max<std::size_t>(1, static_cast<std::size_t>(o.bucket_mb * kBytesPerMb / sizeof(float)));
 }
 
 double effective_lr(const TrainOptions& o) {

@@ -14,6 +14,7 @@ inline constexpr std::size_t kDefaultGlobalBatch = 64;       // samples per step
 inline constexpr double kDefaultTimeoutSeconds = 120.0;      // rendezvous and collectives
 inline constexpr std::size_t kDefaultSyntheticTrain = 6000;  // samples
 inline constexpr std::size_t kDefaultSyntheticTest = 1000;   // samples
+inline constexpr double kDefaultBucketMb = 25.0;  // MiB per allreduce call, as PyTorch DDP's default
 
 struct TrainOptions {
   // Model and optimisation.
@@ -57,6 +58,7 @@ struct TrainOptions {
 
   // Running.
   std::string allreduce = "gloo";  // gloo | ring: the gradient allreduce
+  double bucket_mb = kDefaultBucketMb;  // gradients are reduced in calls of at most this size
   std::string metrics_path;
   int threads = 0;  // torch intra-op threads; 0 = cores / local workers
   double timeout_seconds = kDefaultTimeoutSeconds;
@@ -72,6 +74,9 @@ std::vector<TrainOptions::SpeedChange> parse_slowdowns(const std::string& text);
 
 // The emulated speed of `rank` at global step `step` (1 = real speed).
 double emulated_speed(const TrainOptions& o, std::size_t rank, std::size_t step);
+
+// --bucket-mb in float elements (at least 1).
+std::size_t bucket_elements(const TrainOptions& o);
 
 // The optimizer's learning rate after defaults are applied.
 double effective_lr(const TrainOptions& o);

@@ -188,6 +188,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   bind_gradients(*model, buffer);
   auto optimizer = make_optimizer(o, *model);
   const comm::Algorithm algorithm = comm::parse_algorithm(o.allreduce);
+  const std::size_t bucket = bucket_elements(o);
 
   alloc::PolicyConfig pc;
   pc.name = o.policy;
@@ -269,7 +270,8 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       const float fingerprint = split_fingerprint(split);
       buffer[num_params + kFingerprintSlot * n] = fingerprint;
       const auto t1 = Clock::now();
-      comm::allreduce(group, {std::span<float>(buffer), algorithm});
+      // Telemetry rides in the last bucket, after the gradients.
+      comm::allreduce(group, {std::span<float>(buffer), algorithm, bucket});
       const double wait = seconds_since(t1);
       // Every rank must have cut the batch the same way, or samples would be
       // skipped or used twice: the fingerprints summed must be N of ours.
