@@ -60,7 +60,7 @@ TEST_P(AllreduceSweep, EveryAlgorithmEverySizeBothTypesGiveTheExactSum) {
     threads.emplace_back([&, r] {
       try {
         Group g = connect_gloo(rendezvous, r, n, kTimeout);
-        for (Algorithm algo : {Algorithm::kGloo, Algorithm::kRing}) {
+        for (Algorithm algo : {Algorithm::kGloo, Algorithm::kRing, Algorithm::kHalvingDoubling}) {
           sweep_rank<float>(g, algo);
           sweep_rank<double>(g, algo);
         }
@@ -79,6 +79,7 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, AllreduceSweep, ::testing::Range(1, 9));
 TEST(Allreduce, UnknownAlgorithmIsAUsageError) {
   EXPECT_EQ(parse_algorithm("ring"), Algorithm::kRing);
   EXPECT_EQ(parse_algorithm("gloo"), Algorithm::kGloo);
+  EXPECT_EQ(parse_algorithm("halving-doubling"), Algorithm::kHalvingDoubling);
   EXPECT_THROW(parse_algorithm("tree"), UsageError);
 }
 

@@ -1,8 +1,8 @@
 #include "hetrain/comm/allreduce.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "hetrain/common/error.h"
 
@@ -17,6 +17,9 @@ void reduce_one(Group& group, Algorithm algorithm, std::span<T> data) {
       return;
     case Algorithm::kRing:
       ring_allreduce(group, data);
+      return;
+    case Algorithm::kHalvingDoubling:
+      halving_doubling_allreduce(group, data);
       return;
   }
   throw Error("unhandled allreduce algorithm");
@@ -36,10 +39,22 @@ void dispatch(Group& group, const AllreduceOptions<T>& o) {
 Algorithm parse_algorithm(const std::string& name) {
   if (name == "gloo") return Algorithm::kGloo;
   if (name == "ring") return Algorithm::kRing;
-  throw UsageError(fmt::format("unknown allreduce algorithm '{}' (expected gloo or ring)", name));
+  if (name == "halving-doubling") return Algorithm::kHalvingDoubling;
+  throw UsageError(
+      fmt::format("unknown allreduce algorithm '{}' (expected gloo, ring or halving-doubling)", name));
 }
 
-const char* algorithm_name(Algorithm a) { return a == Algorithm::kRing ? "ring" : "gloo"; }
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kHalvingDoubling:
+      return "halving-doubling";
+    case Algorithm::kGloo:
+      break;
+  }
+  return "gloo";
+}
 
 void allreduce(Group& group, const AllreduceOptions<float>& o) { dispatch(group, o); }
 void allreduce(Group& group, const AllreduceOptions<double>& o) { dispatch(group, o); }

@@ -11,11 +11,12 @@
 namespace hetrain::comm {
 
 enum class Algorithm {
-  kGloo,  // the engine's own: c10d ProcessGroupGloo::allreduce
-  kRing,  // hetrain's Ring AllReduce over the group's send/recv (ring.cc)
+  kGloo,             // the engine's own: c10d ProcessGroupGloo::allreduce
+  kRing,             // hetrain's Ring AllReduce over the group's send/recv (ring.cc)
+  kHalvingDoubling,  // recursive halving + doubling, log2 N steps (small messages)
 };
 
-// "gloo" | "ring"; throws UsageError otherwise.
+// "gloo" | "ring" | "halving-doubling"; throws UsageError otherwise.
 Algorithm parse_algorithm(const std::string& name);
 const char* algorithm_name(Algorithm a);
 
@@ -35,8 +36,10 @@ struct AllreduceOptions {
 void allreduce(Group& group, const AllreduceOptions<float>& options);
 void allreduce(Group& group, const AllreduceOptions<double>& options);
 
-// The ring alone (exposed for tests and the benchmark).
+// The algorithms alone (exposed for tests and the benchmark).
 template <typename T>
 void ring_allreduce(Group& group, std::span<T> data);
+template <typename T>
+void halving_doubling_allreduce(Group& group, std::span<T> data);
 
 }  // namespace hetrain::comm

@@ -1,5 +1,5 @@
-// hetrain's Ring AllReduce: executes the plan of ring_plan.h over the
-// group's point-to-point transfers.
+// Executes an allreduce schedule of ring_plan.h (the ring, halving-doubling)
+// over the group's point-to-point transfers.
 //
 // Terms: a step moves one chunk (about count/N elements) to the next rank and
 // takes one from the previous rank. A chunk travels as segments of at most
@@ -24,22 +24,16 @@ namespace {
 constexpr std::size_t kSegmentBytes = 1024 * 1024;  // one transfer on the wire (1 MiB beat 256 KiB here)
 constexpr std::size_t kInFlight = 4;                // receives posted ahead
 constexpr unsigned kTagSpace = 1u << 30;            // tags stay positive ints
-
-}  // namespace
+constexpr unsigned kMaxSteps = 2 * 4096;            // >= steps of any plan (2(N-1) for N <= 4096)
 
 template <typename T>
-void ring_allreduce(Group& group, std::span<T> data) {
-  const int n = group.size();
-  const unsigned sequence = group.next_sequence();
-  if (n == 1 || data.empty()) return;
+void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& steps, unsigned sequence) {
   const std::size_t seg = std::max<std::size_t>(1, kSegmentBytes / sizeof(T));
-  const auto steps = ring_plan(n, group.rank(), data.size());
   std::vector<T> scratch;
-  for (std::size_t s = 0; s < steps.size(); ++s) {
-    const RingStep& st = steps[s];
-    const int tag = static_cast<int>((sequence * steps.size() + s) % kTagSpace);
+  for (const Step& st : steps) {
+    const int tag = static_cast<int>((sequence * kMaxSteps + static_cast<unsigned>(st.tag)) % kTagSpace);
     std::vector<std::unique_ptr<Request>> sends;
-    for (std::size_t b = st.send.begin; b < st.send.end; b += seg) {
+    for (std::size_t b = st.send.begin; st.send_to != kNoPeer && b < st.send.end; b += seg) {
       const std::size_t len = std::min(seg, st.send.end - b);
       sends.push_back(group.isend(data.subspan(b, len), st.send_to, tag));
     }
@@ -58,6 +52,7 @@ void ring_allreduce(Group& group, std::span<T> data) {
       pending.push_back({next, len, group.irecv(into, st.recv_from, tag)});
       next += len;
     };
+    if (st.recv_from == kNoPeer) next = st.recv.end;
     while (next < st.recv.end && pending.size() < kInFlight) post();
     while (!pending.empty()) {
       Pending p = std::move(pending.front());
@@ -74,7 +69,25 @@ void ring_allreduce(Group& group, std::span<T> data) {
   }
 }
 
+}  // namespace
+
+template <typename T>
+void ring_allreduce(Group& group, std::span<T> data) {
+  const unsigned sequence = group.next_sequence();
+  if (group.size() == 1 || data.empty()) return;
+  execute_plan(group, data, ring_plan(group.size(), group.rank(), data.size()), sequence);
+}
+
+template <typename T>
+void halving_doubling_allreduce(Group& group, std::span<T> data) {
+  const unsigned sequence = group.next_sequence();
+  if (group.size() == 1 || data.empty()) return;
+  execute_plan(group, data, halving_doubling_plan(group.size(), group.rank(), data.size()), sequence);
+}
+
 template void ring_allreduce<float>(Group&, std::span<float>);
 template void ring_allreduce<double>(Group&, std::span<double>);
+template void halving_doubling_allreduce<float>(Group&, std::span<float>);
+template void halving_doubling_allreduce<double>(Group&, std::span<double>);
 
 }  // namespace hetrain::comm
