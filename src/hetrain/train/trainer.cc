@@ -225,12 +225,11 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     const auto epoch_start = Clock::now();
     const auto perm_vec = data::epoch_permutation(train_n, o.seed, epoch);
     const auto perm = torch::tensor(std::vector<std::int64_t>(perm_vec.begin(), perm_vec.end()));
-    const std::size_t steps = steps_in_epoch;
     std::vector<std::size_t> my_batch;
     std::vector<double> my_compute, my_wait;
     double loss_sum = 0.0;
     std::size_t epoch_steps = 0;
-    for (std::size_t step = 0; step < steps; ++step) {
+    for (std::size_t step = 0; step < steps_in_epoch; ++step) {
       if (o.max_steps != 0 && total_steps >= o.max_steps) {
         stop = true;
         break;
