@@ -83,7 +83,7 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--sample-cost-ms", o.sample_cost_ms,
                  "Synthetic workload: each step also sleeps b x this many ms (before --speeds scaling)");
   app.add_option("--allreduce", o.allreduce,
-                 "Gradient allreduce: gloo (c10d's) | ring | halving-doubling (hetrain's own)")
+                 "Gradient allreduce: auto (by message size) | gloo (c10d's) | ring | halving-doubling (hetrain's own)")
       ->capture_default_str();
   app.add_option("--bucket-mb", o.bucket_mb, "Gradients are reduced in calls of at most this many MiB")
       ->capture_default_str();
@@ -177,7 +177,7 @@ int dispatch(int argc, char** argv) {
   int bench_n = 4;
   bool bench_as_worker = false;
   bench_allreduce->add_option("-n,--nproc", bench_n, "Processes")->check(CLI::Range(1, comm::kMaxWorkers));
-  bench_allreduce->add_option("--algo", bench_opts.algorithms, "Algorithms: gloo,ring,halving-doubling")->delimiter(',');
+  bench_allreduce->add_option("--algo", bench_opts.algorithms, "Algorithms: gloo,ring,halving-doubling,auto")->delimiter(',');
   bench_allreduce->add_option("--sizes", bench_opts.sizes, "Message sizes in bytes (K, M, G suffixes)")
       ->delimiter(',');
   bench_allreduce->add_option("--iters", bench_opts.iterations, "Timed iterations per size")

@@ -57,7 +57,7 @@ struct TrainOptions {
   double sample_cost_ms = 0.0;
 
   // Running.
-  std::string allreduce = "gloo";  // gloo | ring: the gradient allreduce
+  std::string allreduce = "auto";  // auto | gloo | ring | halving-doubling: the gradient allreduce
   double bucket_mb = kDefaultBucketMb;  // gradients are reduced in calls of at most this size
   std::string metrics_path;
   int threads = 0;  // torch intra-op threads; 0 = cores / local workers
