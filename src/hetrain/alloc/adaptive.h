@@ -41,8 +41,11 @@ struct AdaptiveConfig {
   double dead_band = 0.05;
   double noise_bands = 3.0;
   // Samples each worker's model needs before the first move (later, a
-  // detected change may act on CostModelConfig::change_run of them).
-  std::size_t min_samples = 10;
+  // detected change may act on CostModelConfig::change_run of them). Few:
+  // the noise band above already scales with 1/sqrt(samples), so a gross
+  // imbalance (a 4x slower worker) moves the split within a few steps while
+  // a small, uncertain gain waits for more samples.
+  std::size_t min_samples = 3;
   // Steps ignored at the start: the first pays for lazy initialisation.
   std::size_t warmup_steps = 1;
 };
