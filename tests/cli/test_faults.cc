@@ -288,4 +288,29 @@ TEST_F(Cli, WorkersWithDifferentConfigurationsStopAtTheStart) {
   }
 }
 
+// A peer dying while buckets are being reduced during backward (overlap, 8
+// buckets of the mlp): the training threads of the others get the failure
+// at the optimizer step as a one-line communication error, not a hang.
+TEST_F(Cli, ABucketAllreduceThatFailsSurfacesAsAnErrorNotAHang) {
+  const int n = 3, port = free_port();
+  const std::vector<std::string> args =
+      with(with({"worker"}, kQuick), {"--model", "mlp", "--bucket-mb", "0.1", "--sample-cost-ms", "2",
+                                      "--epochs", "50", "--timeout", std::to_string(kTimeoutSeconds),
+                                      "--sample-log", (dir_ / "log").string()});
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) pids.push_back(spawn_worker(r, n, port, args, dir_ / fmt_name("out", r), dir_ / fmt_name("err", r)));
+  const auto deadline = Clock::now() + kStartDeadline;
+  while (read_sample_logs(dir_, "log").size() < 5 && Clock::now() < deadline) std::this_thread::sleep_for(kPoll);
+  ::kill(pids[2], SIGKILL);
+  const auto killed_at = Clock::now();
+  ::waitpid(pids[2], nullptr, 0);
+  for (int r : {0, 1}) {
+    const int code = wait_until(pids[static_cast<std::size_t>(r)],
+                                killed_at + std::chrono::seconds(kTimeoutSeconds) + kGrace);
+    const std::string err = slurp(dir_ / fmt_name("err", r));
+    EXPECT_EQ(code, 4) << "rank " << r << ": " << err;
+    EXPECT_EQ(lines(err), 1u) << "rank " << r << ": " << err;
+  }
+}
+
 }  // namespace
