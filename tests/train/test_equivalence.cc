@@ -101,9 +101,14 @@ TEST_P(Equivalence, EqualSplitMatchesOneWorker) {
 
 TEST_P(Equivalence, AdaptiveSplitMatchesOneWorker) {
   // The adaptive split follows measured (noisy) times, so it differs from
-  // run to run; the parameters must not. 30 steps: the policy waits for 10
-  // samples a worker before its first move; a synthetic per-sample cost
-  // makes the emulated 4x-slow worker stand out from the shared cores' noise.
+  // run to run; the parameters must not. 30 steps on uneven splits; a
+  // synthetic per-sample cost makes the emulated 4x-slow worker stand out
+  // from the shared cores' noise. The tolerance is wider than over 12 steps:
+  // the cnn's max-pool and ReLU decisions can flip on near-ties when a
+  // convolution runs on a different batch size, and a flip shows as a
+  // discrete jump (measured 7.4e-5 for some static splits too, 3e-8 for
+  // others); weighting by 1/N instead of b_i/B is off by far more (measured
+  // 6e-3 on the mlp, 1.5e-2 on the cnn).
   TrainOptions one = base();
   one.max_steps = 30;
   one.epochs = 3;
@@ -114,7 +119,8 @@ TEST_P(Equivalence, AdaptiveSplitMatchesOneWorker) {
   adaptive.speeds = {1.0, 1.0, 0.25};
   adaptive.sample_cost_ms = 0.1;
   const auto results = run_world(adaptive, data_, 3);
-  for (const auto& r : results) EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance);
+  constexpr double kLongRunTolerance = 2e-4;
+  for (const auto& r : results) EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kLongRunTolerance);
   bool moved = false;  // the split did move away from equal
   for (const auto& st : results[0].metrics.steps) {
     moved |= st.local_batch != results[0].metrics.steps[0].local_batch;
