@@ -125,34 +125,39 @@ int bench_allreduce_worker(const BenchOptions& o, const comm::WorldInfo& world) 
                "busbw");
     std::fflush(stdout);
   }
-  for (comm::Algorithm algo : algos) {
-    for (std::size_t bytes : sizes) {
-      std::vector<float> data(bytes / sizeof(float), 1.0f);
-      std::vector<double> times;
-      for (int i = 0; i <= o.iterations; ++i) {
+  // Per size, the algorithms take turns iteration by iteration, so a change
+  // in the machine's load hits them alike (this machine is shared). Each
+  // size's rows are printed as soon as it is done.
+  for (std::size_t bytes_asked : sizes) {
+    std::vector<float> data(bytes_asked / sizeof(float), 1.0f);
+    const std::size_t bytes = data.size() * sizeof(float);
+    std::vector<std::vector<double>> times(algos.size());
+    for (int i = 0; i <= o.iterations; ++i) {
+      for (std::size_t a = 0; a < algos.size(); ++a) {
         group.barrier();
         const auto t0 = Clock::now();
-        comm::allreduce(group, {std::span<float>(data), algo});
-        if (i > 0) times.push_back(seconds_since(t0));  // the first is a warm-up
+        comm::allreduce(group, {std::span<float>(data), algos[a]});
+        if (i > 0) times[a].push_back(seconds_since(t0));  // the first round is a warm-up
       }
+    }
+    for (std::size_t a = 0; a < algos.size(); ++a) {
       // The slowest rank defines the collective's time.
-      std::vector<double> worst(times.size());
-      for (std::size_t i = 0; i < times.size(); ++i) {
+      std::vector<double> worst(times[a].size());
+      for (std::size_t i = 0; i < times[a].size(); ++i) {
         std::vector<double> all(static_cast<std::size_t>(n), 0.0);
-        all[static_cast<std::size_t>(group.rank())] = times[i];
+        all[static_cast<std::size_t>(group.rank())] = times[a][i];
         group.allreduce_sum(std::span<double>(all));
         worst[i] = *std::max_element(all.begin(), all.end());
       }
       const double t = median(worst);
-      const double actual_bytes = static_cast<double>(data.size() * sizeof(float));
-      const double algbw = t > 0 ? actual_bytes / t / kGiga : 0.0;
+      const double algbw = t > 0 ? static_cast<double>(bytes) / t / kGiga : 0.0;
       const double busbw = algbw * 2.0 * (n - 1) / n;
       if (talk) {
-        fmt::print("{:>7} {:>12} {:>12} {:>10.1f} {:>10.3f} {:>10.3f}\n", comm::algorithm_name(algo),
-                   data.size() * sizeof(float), data.size(), t * 1e6, algbw, busbw);
-        std::fflush(stdout);
+        fmt::print("{:>7} {:>12} {:>12} {:>10.1f} {:>10.3f} {:>10.3f}\n", comm::algorithm_name(algos[a]), bytes,
+                   data.size(), t * 1e6, algbw, busbw);
       }
     }
+    if (talk) std::fflush(stdout);
   }
   return 0;
 }
