@@ -55,15 +55,53 @@ void add_into(T* __restrict out, const T* __restrict in, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] += in[i];
 }
 
+// The receives of one step: posted ahead (at most kInFlight), consumed in order.
+template <typename T>
+struct Receiving {
+  struct Pending {
+    std::size_t begin, len, slot;
+    std::unique_ptr<Request> request;
+  };
+  const Step* step = nullptr;
+  int tag = 0;
+  std::size_t cursor = 0;  // next element to post a receive for
+  std::size_t posted = 0;  // receives posted so far (slot = set + posted mod (kInFlight + 1))
+  std::size_t set = 0;     // first landing slot of this step's set
+  std::deque<Pending> pending;
+
+  void start(const Step& st, int t, std::size_t slot_set) {
+    step = &st;
+    tag = t;
+    cursor = st.recv_from == kNoPeer ? st.recv.end : st.recv.begin;
+    posted = 0;
+    set = slot_set;
+    pending.clear();
+  }
+  bool can_post() const { return cursor < step->recv.end && pending.size() < kInFlight; }
+  void post(Group& group, std::span<T> data, std::span<T> slots, std::size_t seg) {
+    const std::size_t len = std::min(seg, step->recv.end - cursor);
+    const std::size_t slot = set + posted++ % (kInFlight + 1);
+    std::span<T> into = step->reduce ? slots.subspan(slot * seg, len) : data.subspan(cursor, len);
+    pending.push_back({cursor, len, slot, group.irecv(into, step->recv_from, tag)});
+    cursor += len;
+  }
+};
+
+bool disjoint(const Range& a, const Range& b) { return a.end <= b.begin || b.end <= a.begin; }
+
 template <typename T>
 void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& steps, unsigned sequence) {
   const std::size_t seg = std::max<std::size_t>(1, kSegmentBytes / sizeof(T));
-  std::vector<T> slots((kInFlight + 1) * seg);  // landing buffers of reduce steps
+  // Landing buffers of reduce steps: two sets of kInFlight + 1 segments, so
+  // the next step's receives can be posted while this step's are consumed.
+  std::vector<T> slots(2 * (kInFlight + 1) * seg);
   auto tag_of = [&](const Step& st) {
     return static_cast<int>((sequence * kMaxSteps + static_cast<unsigned>(st.tag)) % kTagSpace);
   };
   std::vector<std::unique_ptr<Request>> sends;       // this step's
   std::vector<std::unique_ptr<Request>> next_sends;  // the next step's, posted early
+  Receiving<T> now, ahead;
+  if (!steps.empty()) ahead.start(steps[0], tag_of(steps[0]), 0);
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
     const int tag = tag_of(st);
@@ -74,30 +112,26 @@ void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& step
         sends.push_back(group.isend(data.subspan(b, std::min(seg, st.send.end - b)), st.send_to, tag));
       }
     }
-    // Does the next step send exactly what this one receives? Then forward segment by segment.
+    std::swap(now, ahead);  // what was posted ahead for this step
     const Step* next = s + 1 < steps.size() ? &steps[s + 1] : nullptr;
+    if (next != nullptr) ahead.start(*next, tag_of(*next), ((s + 1) % 2) * (kInFlight + 1));
+    // Does the next step send exactly what this one receives? Then forward segment by segment.
     const bool forward = next != nullptr && st.recv_from != kNoPeer && next->send_to != kNoPeer &&
                          same(next->send, st.recv) && st.recv.size() > 0;
-    struct Pending {
-      std::size_t begin, len, slot;
-      std::unique_ptr<Request> request;
-    };
-    std::deque<Pending> pending;
-    std::size_t posted = 0;
-    std::size_t cursor = st.recv_from == kNoPeer ? st.recv.end : st.recv.begin;
-    auto post = [&] {
-      const std::size_t len = std::min(seg, st.recv.end - cursor);
-      const std::size_t slot = posted++ % (kInFlight + 1);
-      std::span<T> into = st.reduce ? std::span<T>(slots).subspan(slot * seg, len) : data.subspan(cursor, len);
-      pending.push_back({cursor, len, slot, group.irecv(into, st.recv_from, tag)});
-      cursor += len;
-    };
-    while (cursor < st.recv.end && pending.size() < kInFlight) post();
-    while (!pending.empty()) {
-      Pending p = std::move(pending.front());
-      pending.pop_front();
+    // May the next step's receives be posted now? Into slots, always; in place,
+    // only where this step neither sends nor receives.
+    const bool early = next != nullptr && next->recv_from != kNoPeer &&
+                       (next->reduce || (disjoint(next->recv, st.send) && disjoint(next->recv, st.recv)));
+    while (now.can_post()) now.post(group, data, slots, seg);
+    while (!now.pending.empty()) {
+      auto p = std::move(now.pending.front());
+      now.pending.pop_front();
       wait_for(*p.request, "receiving from", st.recv_from, s);
-      if (cursor < st.recv.end) post();  // into another slot: kInFlight + 1 of them
+      if (now.can_post()) {
+        now.post(group, data, slots, seg);  // into another slot: kInFlight + 1 per set
+      } else if (early && ahead.can_post()) {
+        ahead.post(group, data, slots, seg);
+      }
       if (st.reduce) add_into(data.data() + p.begin, slots.data() + p.slot * seg, p.len);
       if (forward) next_sends.push_back(group.isend(data.subspan(p.begin, p.len), next->send_to, tag_of(*next)));
     }
