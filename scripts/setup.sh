@@ -8,6 +8,7 @@ packages=(
   libtorch-dev libgloo-dev dataset-fashion-mnist zlib1g-dev
   libopenblas0-openmp  # an optimised BLAS for libtorch; the default is the slow reference one
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
+  libtomlplusplus-dev  # the simulator's cluster files (hetrain sim, hetrain plan)
 )
 if [[ "${1:-}" == "--peer" ]]; then
   packages+=(python3-torch python3-numpy)
