@@ -70,12 +70,29 @@ PlanResult plan(const Cluster& inv, std::size_t epochs, Objective objective) {
   PlanResult res;
   res.steps = epochs * data::steps_per_epoch(inv.dataset_samples, inv.global_batch);
   const std::size_t g = inv.groups.size();
+  // Per group, the machine counts tried: 0, powers of two below the count,
+  // and the count; if their product is too large, 0 or all of each group.
+  std::vector<std::vector<std::size_t>> options(g);
+  double combinations = 1.0;
+  for (std::size_t i = 0; i < g; ++i) {
+    options[i].push_back(0);
+    for (std::size_t k = 1; k < inv.groups[i].count; k *= 2) options[i].push_back(k);
+    if (inv.groups[i].count > 0) options[i].push_back(inv.groups[i].count);
+    combinations *= static_cast<double>(options[i].size());
+  }
+  if (combinations > static_cast<double>(kMaxCandidates)) {
+    for (std::size_t i = 0; i < g; ++i) options[i] = {0, inv.groups[i].count};
+  }
   std::vector<std::vector<std::size_t>> uses;
   if (g <= kMaxExhaustiveGroups) {
-    for (std::size_t mask = 1; mask < (std::size_t{1} << g); ++mask) {
-      std::vector<std::size_t> use(g, 0);
-      for (std::size_t i = 0; i < g; ++i) use[i] = (mask >> i) & 1 ? inv.groups[i].count : 0;
+    std::vector<std::size_t> pick(g, 0);  // an odometer over the options
+    while (true) {
+      std::vector<std::size_t> use(g);
+      for (std::size_t i = 0; i < g; ++i) use[i] = options[i][pick[i]];
       uses.push_back(use);
+      std::size_t i = 0;
+      while (i < g && ++pick[i] == options[i].size()) pick[i++] = 0;
+      if (i == g) break;
     }
   } else {
     std::vector<std::size_t> order(g);

@@ -13,8 +13,11 @@ namespace hetrain::sim {
 enum class Objective { kTime, kCost };
 Objective parse_objective(const std::string& name);  // UsageError unless time | cost
 
-// Up to this many machine groups every subset is tried (2^12 = 4096
-// candidates); with more, only the fastest-first prefixes.
+// Candidates tried at most: per group 0, 1, 2, 4, ... machines and all of
+// them, every combination; when that makes more than kMaxCandidates, each
+// group is used wholly or not at all; with more than kMaxExhaustiveGroups
+// groups, only the fastest-first prefixes of whole groups.
+inline constexpr std::size_t kMaxCandidates = 4096;
 inline constexpr std::size_t kMaxExhaustiveGroups = 12;
 
 struct Candidate {
@@ -34,7 +37,8 @@ struct PlanResult {
 
 // The inventory is a cluster file whose groups are the machines available
 // (count, speed, overhead, max_local_batch, price_per_hour); dataset_samples
-// is required. Terms: a candidate uses each group wholly or not at all. Its
+// is required. Terms: a candidate uses some machines of each group (see
+// kMaxCandidates). Its
 // step time is the steady state of the adaptive policy: the makespan of
 // solve_split (the policy's own water-filling, alloc/adaptive.h) over the
 // machines' true models, plus the ring allreduce of network_cost.h for its
