@@ -13,6 +13,10 @@
 namespace hetrain::sim {
 namespace {
 
+// A normal distribution's standard deviation is 1.4826 times its median
+// absolute deviation.
+constexpr double kMadToStandardDeviation = 1.4826;
+
 // A per-step, per-rank table of the metrics document, e.g. "allocation" or
 // ("steps", "wait_seconds").
 template <typename T>
@@ -99,14 +103,14 @@ Cluster calibrate(const MeasuredRun& run, const Cluster& base) {
       const double overhead = (st - slope * sb) / m;
       if (slope > 0 && overhead >= 0) g.speed = 1.0 / slope, g.overhead = overhead;
     }
-    double var = 0;
+    std::vector<double> deviation;  // |c / t(b) - 1| per step
     for (std::size_t k = kCalibrationWarmupSteps; k < steps; ++k) {
       const double b = static_cast<double>(run.allocation[k][i]);
       if (b <= 0) continue;
-      const double rel = run.compute_seconds[k][i] / (g.overhead + b / g.speed) - 1.0;
-      var += rel * rel;
+      deviation.push_back(std::abs(run.compute_seconds[k][i] / (g.overhead + b / g.speed) - 1.0));
     }
-    g.noise = std::sqrt(var / m);
+    std::nth_element(deviation.begin(), deviation.begin() + deviation.size() / 2, deviation.end());
+    g.noise = kMadToStandardDeviation * deviation[deviation.size() / 2];
     c.groups.push_back(g);
   }
   double explained = 0.0, comm = 0.0;

@@ -36,8 +36,11 @@ MeasuredRun load_run(const std::string& path);
 // Terms: for rank i and step k, b_ik samples took c_ik compute seconds and
 // the rank then waited w_ik in the allreduce.
 //  - compute: t = a_i + b / v_i by least squares over the steps after the
-//    warm-up (a_i = 0 when the batches hardly vary); noise_i is the standard
-//    deviation of c / t(b) - 1. One group per rank ("rank0", ...).
+//    warm-up (a_i = 0 when the batches hardly vary): the mean time is kept,
+//    spikes included. noise_i is the typical jitter on top of it, from the
+//    median absolute deviation of c / t(b) - 1 (x 1.4826, a normal's
+//    standard deviation): robust, so that the spikes a shared machine
+//    throws in are not counted twice. One group per rank ("rank0", ...).
 //  - allreduce: the slowest worker of a step waits for nothing but the
 //    transfer, so A = mean over steps of min_i w_ik. The ring's time is
 //    2(N-1) latency + 2(N-1)/N x G / bandwidth: with one message size only
