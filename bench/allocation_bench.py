@@ -10,6 +10,10 @@ Scenarios (4 workers on this one machine):
   homogeneous  all workers equal
   emulated     rank 3 emulated 4x slower (--speeds 1,1,1,0.25: sleeps 3x its compute)
   cgroup       rank 3 really throttled to a quarter CPU by a cgroup v1 CPU quota (root only)
+  device       emulated accelerators: model mlp, every sample costs --sample-cost-ms of sleep on top of
+               the real compute (a device that does not compete for the host's cores), and rank 3 is
+               4x slower (--speeds 1,1,1,0.25). With four processes on a 2-core machine this is the
+               scenario whose noise comes from the devices, not from the host scheduler.
 
 "seconds" is the training time of --steps steps of global batch B (evaluation
 excluded), the same samples in the same order for every configuration.
@@ -19,6 +23,7 @@ that arrived last (the transfer alone), both measured in the same scenario's
 adaptive runs. Usage:
 
   python3 bench/allocation_bench.py [--reps 3] [--steps 100] [--model cnn] [-b 256]
+                                    [--scenarios homogeneous,emulated,cgroup,device] [--sample-cost-ms 1]
 """
 import argparse
 import json
@@ -76,15 +81,19 @@ def main():
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--model", default="cnn")
     p.add_argument("-b", "--global-batch", type=int, default=256)
-    p.add_argument("--scenarios", default="homogeneous,emulated,cgroup")
+    p.add_argument("--scenarios", default="homogeneous,emulated,cgroup,device")
+    p.add_argument("--sample-cost-ms", type=float, default=1.0, help="device scenario: sleep per sample")
     p.add_argument("--json", default="", help="also write every run's numbers here")
     a = p.parse_args()
     scenarios = a.scenarios.split(",")
     if "cgroup" in scenarios:
         cgroup_up()
-    common = ["--model", a.model, "-b", str(a.global_batch), "--max-steps", str(a.steps)]
-    speeds = {"emulated": ["--speeds", "1,1,1,0.25"]}
-    shares = {"emulated": ["--shares", "4,4,4,1"]}  # the true speeds; elsewhere static profiles
+    base = ["-b", str(a.global_batch), "--max-steps", str(a.steps)]
+    common = {sc: ["--model", "mlp" if sc == "device" else a.model] + base for sc in scenarios}
+    device = ["--sample-cost-ms", str(a.sample_cost_ms)]
+    speeds = {"emulated": ["--speeds", "1,1,1,0.25"], "device": device + ["--speeds", "1,1,1,0.25"]}
+    shares = {"emulated": ["--shares", "4,4,4,1"], "device": ["--shares", "4,4,4,1"]}  # the true speeds
+    # elsewhere static profiles its shares
     policies = ["equal", "static", "adaptive", "ddp"]
     results = {}
     port = 29700
@@ -97,10 +106,10 @@ def main():
                         out = os.path.join(tmp, f"{sc}-{pol}-{rep}.json")
                         extra = speeds.get(sc, [])
                         if pol == "ddp":
-                            cmd = ["/usr/bin/python3", PEER] + common + ["--lr", "2e-3"] + (
-                                ["--speeds", "1,1,1,0.25"] if sc == "emulated" else [])
+                            cmd = ["/usr/bin/python3", PEER] + common[sc] + ["--lr", "2e-3"] + extra
                         else:
-                            cmd = [HETRAIN, "worker", "-q", "--policy", pol, "--lr", "2e-3", "--lr-schedule", "constant"] + common + extra
+                            cmd = [HETRAIN, "worker", "-q", "--policy", pol, "--lr", "2e-3",
+                                   "--lr-schedule", "constant"] + common[sc] + extra
                             if pol == "static":
                                 cmd += shares.get(sc, [])
                         d = run(cmd, sc, port, out)
@@ -110,7 +119,8 @@ def main():
     finally:
         cgroup_down()
 
-    print(f"\n{WORKERS} workers, model {a.model}, B={a.global_batch}, {a.steps} steps, medians of {a.reps} runs\n")
+    print(f"\n{WORKERS} workers, model {a.model} (device: mlp, {a.sample_cost_ms} ms/sample), "
+          f"B={a.global_batch}, {a.steps} steps, medians of {a.reps} runs\n")
     print("| scenario | policy | seconds | x ideal | x equal | DDP / this | balance efficiency | test accuracy |")
     print("|---|---|---|---|---|---|---|---|")
     dump = {}

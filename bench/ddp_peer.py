@@ -12,6 +12,9 @@ Launch with bench/launch_local.sh (or torchrun where it works):
 forward+backward time c and sleeps c*(1/s_i - 1) before the optimizer step.
 (DDP's backward includes the gradient allreduce; the slow worker arrives last,
 so its own allreduce wait is only the transfer, and c is essentially compute.)
+--sample-cost-ms adds an emulated device's per-sample time (a sleep) to c first,
+as hetrain does; in DDP it falls after the overlapped allreduce, which only moves
+where in the period the others wait, not the period.
 Writes a small JSON (wall_seconds, epochs) on rank 0.
 """
 import argparse
@@ -76,6 +79,8 @@ def main():
     p.add_argument("--max-steps", type=int, default=0)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--speeds", default="")
+    p.add_argument("--sample-cost-ms", type=float, default=0.0,
+                   help="emulated device: sleep this long per local sample after backward (as hetrain)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--metrics", default="")
@@ -110,6 +115,8 @@ def main():
             opt.zero_grad()
             loss = F.cross_entropy(model(normalise(xtr[mine])), ytr[mine])
             loss.backward()
+            if a.sample_cost_ms > 0:
+                time.sleep(a.sample_cost_ms * len(mine) / 1000.0)
             c = time.perf_counter() - t0
             if speeds[rank] < 1.0:
                 time.sleep(c * (1.0 / speeds[rank] - 1.0))

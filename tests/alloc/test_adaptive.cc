@@ -111,8 +111,8 @@ TEST(AdaptivePolicy, StartsEqualAndConvergesToTheProportionalSplit) {
   AdaptivePolicy p(4, 256, {});
   EXPECT_EQ(p.split(), (std::vector<std::size_t>{64, 64, 64, 64}));
   Cluster c{{400, 400, 400, 100}, 0.02};
-  // One warm-up step, then min_samples (10) before the first move.
-  for (int s = 0; s < 11; ++s) {
+  // One warm-up step, then min_samples (3) before the first move.
+  for (int s = 0; s < 4; ++s) {
     EXPECT_EQ(p.split(), (std::vector<std::size_t>{64, 64, 64, 64})) << "step " << s;
     p.observe(c.step(p.split()));
   }
@@ -178,4 +178,18 @@ TEST(ProfiledStaticPolicy, MeasuresThenFreezes) {
 }
 
 }  // namespace
+TEST(AdaptivePolicy, AResumedRunStartsFromTheSavedModels) {
+  // All four known: the first split is already proportional to the speeds.
+  const std::vector<WorkerModel> saved{{0, 400}, {0, 400}, {0, 400}, {0, 100}};
+  AdaptivePolicy all(4, 260, {}, AdaptiveConfig{}, saved);
+  EXPECT_EQ(all.split(), (std::vector<std::size_t>{80, 80, 80, 20}));
+  // A fifth, new worker starts from the median known speed (400).
+  AdaptivePolicy grown(5, 340, {}, AdaptiveConfig{}, saved);
+  EXPECT_EQ(grown.split(), (std::vector<std::size_t>{80, 80, 80, 20, 80}));
+  // Fewer workers than saved: the first ones keep theirs.
+  AdaptivePolicy shrunk(2, 100, {}, AdaptiveConfig{}, {{0, 300}, {0, 100}, {0, 400}});
+  EXPECT_EQ(shrunk.split(), (std::vector<std::size_t>{75, 25}));
+  EXPECT_EQ(shrunk.learned().size(), 2u);
+}
+
 }  // namespace hetrain::alloc

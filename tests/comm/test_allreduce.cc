@@ -80,7 +80,15 @@ TEST(Allreduce, UnknownAlgorithmIsAUsageError) {
   EXPECT_EQ(parse_algorithm("ring"), Algorithm::kRing);
   EXPECT_EQ(parse_algorithm("gloo"), Algorithm::kGloo);
   EXPECT_EQ(parse_algorithm("halving-doubling"), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(parse_algorithm("auto"), Algorithm::kAuto);
   EXPECT_THROW(parse_algorithm("tree"), UsageError);
+}
+
+TEST(Allreduce, AutoPicksHalvingDoublingForSmallMessagesAndTheRingForLarge) {
+  EXPECT_EQ(choose_algorithm(0), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(choose_algorithm(kAutoRingFromBytes - 1), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(choose_algorithm(kAutoRingFromBytes), Algorithm::kRing);
+  EXPECT_EQ(choose_algorithm(std::size_t{1} << 30), Algorithm::kRing);
 }
 
 }  // namespace

@@ -143,7 +143,7 @@ TEST_P(Equivalence, SameTestAccuracyAndLossWhateverTheSplit) {
 
 TEST_P(Equivalence, EveryAllreduceGivesTheSameParametersUnderEveryPolicy) {
   const auto reference = run_world(base(), data_, 1).front();
-  for (const char* algorithm : {"ring", "halving-doubling"})
+  for (const char* algorithm : {"gloo", "ring", "halving-doubling"})
     for (const char* policy : {"equal", "static", "adaptive"}) {
       TrainOptions o = base();
       o.allreduce = algorithm;

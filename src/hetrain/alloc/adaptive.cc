@@ -65,11 +65,22 @@ SolvedSplit solve_split(const std::vector<WorkerModel>& models, std::size_t tota
 }
 
 AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds,
-                               AdaptiveConfig config)
+                               AdaptiveConfig config, const std::vector<WorkerModel>& known)
     : global_batch_(global_batch), bounds_(bounds), config_(config), cost_(workers, CostModel(config.model)) {
   // Every worker keeps at least one sample, so it keeps being measured.
   if (bounds_.min_local == 0 && global_batch >= workers) bounds_.min_local = 1;
   split_ = split_proportional(std::vector<double>(workers, 1.0), global_batch, bounds_);
+  std::vector<double> speeds;
+  for (const auto& k : known)
+    if (k.speed > 0.0 && std::isfinite(k.speed)) speeds.push_back(k.speed);
+  if (speeds.empty()) return;
+  std::nth_element(speeds.begin(), speeds.begin() + static_cast<std::ptrdiff_t>(speeds.size() / 2), speeds.end());
+  const double typical = speeds[speeds.size() / 2];
+  for (std::size_t i = 0; i < workers; ++i) {
+    const bool have = i < known.size() && known[i].speed > 0.0 && std::isfinite(known[i].speed);
+    cost_[i].seed(have ? known[i].speed : typical, have ? std::max(0.0, known[i].overhead) : 0.0);
+  }
+  split_ = solve_split(models(), global_batch_, bounds_).split;
 }
 
 std::vector<WorkerModel> AdaptivePolicy::models() const {

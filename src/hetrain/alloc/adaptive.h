@@ -11,11 +11,6 @@
 
 namespace hetrain::alloc {
 
-struct WorkerModel {
-  double overhead = 0.0;  // a_i, seconds
-  double speed = 1.0;     // v_i, samples per second
-};
-
 struct SolvedSplit {
   std::vector<std::size_t> split;
   double makespan = 0.0;  // predicted seconds of the slowest worker
@@ -41,17 +36,26 @@ struct AdaptiveConfig {
   double dead_band = 0.05;
   double noise_bands = 3.0;
   // Samples each worker's model needs before the first move (later, a
-  // detected change may act on CostModelConfig::change_run of them).
-  std::size_t min_samples = 10;
+  // detected change may act on CostModelConfig::change_run of them). Few:
+  // the noise band above already scales with 1/sqrt(samples), so a gross
+  // imbalance (a 4x slower worker) moves the split within a few steps while
+  // a small, uncertain gain waits for more samples.
+  std::size_t min_samples = 3;
   // Steps ignored at the start: the first pays for lazy initialisation.
   std::size_t warmup_steps = 1;
 };
 
 class AdaptivePolicy final : public Policy {
  public:
-  AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds, AdaptiveConfig config = {});
+  // `known`: models learned in an earlier run, by rank (a resumed run; may be
+  // shorter or longer than `workers`). Known workers start from them, new
+  // ones from the median known speed, and the first split is solved from
+  // these guesses; learning then goes on as usual.
+  AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds, AdaptiveConfig config = {},
+                 const std::vector<WorkerModel>& known = {});
   std::vector<std::size_t> split() const override { return split_; }
   void observe(const Observation& obs) override;
+  std::vector<WorkerModel> learned() const override { return models(); }
   // What the policy currently believes (for metrics, checkpoints, the simulator).
   std::vector<WorkerModel> models() const;
 
@@ -73,6 +77,7 @@ class ProfiledStaticPolicy final : public Policy {
                        std::size_t profile_steps);
   std::vector<std::size_t> split() const override { return inner_.split(); }
   void observe(const Observation& obs) override;
+  std::vector<WorkerModel> learned() const override { return inner_.models(); }
 
  private:
   AdaptivePolicy inner_;

@@ -28,7 +28,7 @@ std::unique_ptr<Policy> make_policy(const PolicyConfig& c) {
     return std::make_unique<FixedPolicy>(split_proportional(ones, c.global_batch, c.bounds));
   }
   if (c.name == "adaptive") {
-    return std::make_unique<AdaptivePolicy>(c.workers, c.global_batch, c.bounds);
+    return std::make_unique<AdaptivePolicy>(c.workers, c.global_batch, c.bounds, AdaptiveConfig{}, c.known);
   }
   if (c.name == "static" && c.shares.empty()) {
     return std::make_unique<ProfiledStaticPolicy>(c.workers, c.global_batch, c.bounds, c.profile_steps);

@@ -19,6 +19,12 @@ struct Observation {
   std::vector<double> compute_seconds;   // forward+backward only, per worker
 };
 
+// What a policy believes about one worker: t(b) = overhead + b / speed.
+struct WorkerModel {
+  double overhead = 0.0;  // a_i, seconds
+  double speed = 1.0;     // v_i, samples per second
+};
+
 struct PolicyConfig {
   std::string name = "equal";      // equal | static | adaptive
   std::vector<double> shares;      // static: relative shares, one per worker; empty = profile
@@ -26,6 +32,7 @@ struct PolicyConfig {
   std::size_t workers = 1;
   std::size_t global_batch = 1;
   Bounds bounds;
+  std::vector<WorkerModel> known;  // adaptive: models saved by an earlier run, by rank (resume)
 };
 
 class Policy {
@@ -35,6 +42,9 @@ class Policy {
   virtual std::vector<std::size_t> split() const = 0;
   // Learns from the step just done (no-op for fixed policies).
   virtual void observe(const Observation& obs) = 0;
+  // The per-worker models learned so far, by rank (empty for fixed
+  // policies): saved in checkpoints so a resumed run starts from them.
+  virtual std::vector<WorkerModel> learned() const { return {}; }
 };
 
 // Throws UsageError for an unknown name or inconsistent configuration.

@@ -84,7 +84,7 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--sample-cost-ms", o.sample_cost_ms,
                  "Synthetic workload: each step also sleeps b x this many ms (before --speeds scaling)");
   app.add_option("--allreduce", o.allreduce,
-                 "Gradient allreduce: gloo (c10d's) | ring | halving-doubling (hetrain's own)")
+                 "Gradient allreduce: auto (by message size) | gloo (c10d's) | ring | halving-doubling (hetrain's own)")
       ->capture_default_str();
   app.add_option("--bucket-mb", o.bucket_mb, "Gradients are reduced in calls of at most this many MiB")
       ->capture_default_str();
@@ -93,6 +93,14 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")
       ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "Print nothing but errors");
+  app.add_option("--checkpoint", o.checkpoint_dir,
+                 "Write checkpoints (model, optimizer, cursor, learned speeds) to this directory");
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "Steps between checkpoints (0: at the end of each epoch only)");
+  app.add_option("--resume", o.resume_dir,
+                 "Continue from the checkpoint in this directory, on any number of workers");
+  app.add_option("--sample-log", o.sample_log, "(testing) log the sample indices each rank trains on")
+      ->group("");
 }
 
 int default_threads(int local_workers) {
@@ -129,6 +137,10 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   const auto result = train::train(o, data, group, on_epoch);
   if (group.rank() == 0) {
     if (!o.metrics_path.empty()) train::write_file_atomic(o.metrics_path, train::to_json(result.metrics));
+    if (talk && result.metrics.resumed_world_size > 0) {
+      fmt::print("resumed from {} at epoch {} step {} (written by {} workers)\n", o.resume_dir,
+                 result.metrics.resumed_epoch + 1, result.metrics.resumed_step, result.metrics.resumed_world_size);
+    }
     if (talk) {
       const double acc = result.metrics.epochs.empty() ? 0.0 : result.metrics.epochs.back().test_accuracy;
       fmt::print("done: {:.1f} s wall, test accuracy {:.4f}, balance efficiency {:.3f}{}\n",
@@ -178,7 +190,7 @@ int dispatch(int argc, char** argv) {
   int bench_n = 4;
   bool bench_as_worker = false;
   bench_allreduce->add_option("-n,--nproc", bench_n, "Processes")->check(CLI::Range(1, comm::kMaxWorkers));
-  bench_allreduce->add_option("--algo", bench_opts.algorithms, "Algorithms: gloo,ring,halving-doubling")->delimiter(',');
+  bench_allreduce->add_option("--algo", bench_opts.algorithms, "Algorithms: gloo,ring,halving-doubling,auto")->delimiter(',');
   bench_allreduce->add_option("--sizes", bench_opts.sizes, "Message sizes in bytes (K, M, G suffixes)")
       ->delimiter(',');
   bench_allreduce->add_option("--iters", bench_opts.iterations, "Timed iterations per size")

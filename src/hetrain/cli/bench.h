@@ -11,7 +11,7 @@
 namespace hetrain::cli {
 
 struct BenchOptions {
-  std::vector<std::string> algorithms{"gloo", "ring"};
+  std::vector<std::string> algorithms{"gloo", "ring", "halving-doubling"};
   std::vector<std::string> sizes{"1K", "64K", "1M", "16M", "64M", "256M"};  // bytes, K/M/G suffixes
   int iterations = 5;      // timed, after one warm-up
   double timeout_seconds = 300.0;

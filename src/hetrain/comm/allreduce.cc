@@ -21,6 +21,8 @@ void reduce_one(Group& group, Algorithm algorithm, std::span<T> data) {
     case Algorithm::kHalvingDoubling:
       halving_doubling_allreduce(group, data);
       return;
+    case Algorithm::kAuto:
+      return reduce_one(group, choose_algorithm(data.size() * sizeof(T)), data);
   }
   throw Error("unhandled allreduce algorithm");
 }
@@ -40,8 +42,13 @@ Algorithm parse_algorithm(const std::string& name) {
   if (name == "gloo") return Algorithm::kGloo;
   if (name == "ring") return Algorithm::kRing;
   if (name == "halving-doubling") return Algorithm::kHalvingDoubling;
+  if (name == "auto") return Algorithm::kAuto;
   throw UsageError(
-      fmt::format("unknown allreduce algorithm '{}' (expected gloo, ring or halving-doubling)", name));
+      fmt::format("unknown allreduce algorithm '{}' (expected auto, gloo, ring or halving-doubling)", name));
+}
+
+Algorithm choose_algorithm(std::size_t bytes) {
+  return bytes < kAutoRingFromBytes ? Algorithm::kHalvingDoubling : Algorithm::kRing;
 }
 
 const char* algorithm_name(Algorithm a) {
@@ -50,6 +57,8 @@ const char* algorithm_name(Algorithm a) {
       return "ring";
     case Algorithm::kHalvingDoubling:
       return "halving-doubling";
+    case Algorithm::kAuto:
+      return "auto";
     case Algorithm::kGloo:
       break;
   }

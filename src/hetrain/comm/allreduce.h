@@ -14,9 +14,10 @@ enum class Algorithm {
   kGloo,             // the engine's own: c10d ProcessGroupGloo::allreduce
   kRing,             // hetrain's Ring AllReduce over the group's send/recv (ring.cc)
   kHalvingDoubling,  // recursive halving + doubling, log2 N steps (small messages)
+  kAuto,             // per call, the fastest of the above for the message size (choose_algorithm)
 };
 
-// "gloo" | "ring" | "halving-doubling"; throws UsageError otherwise.
+// "gloo" | "ring" | "halving-doubling" | "auto"; throws UsageError otherwise.
 Algorithm parse_algorithm(const std::string& name);
 const char* algorithm_name(Algorithm a);
 
@@ -30,6 +31,14 @@ struct AllreduceOptions {
   // number of parameters.
   std::size_t bucket_elements = 0;
 };
+
+// What `auto` runs for a message of `bytes`: halving-doubling below
+// kAutoRingFromBytes (fewer steps: latency dominates), the ring from there
+// (bandwidth-optimal). The threshold comes from `hetrain bench allreduce`
+// (docs/benchmarks.md). Every rank reduces the same count, so every rank
+// picks the same algorithm.
+inline constexpr std::size_t kAutoRingFromBytes = std::size_t{4} << 20;
+Algorithm choose_algorithm(std::size_t bytes);
 
 // Blocks until the sum is in `data` on this rank; throws CommError when a
 // peer is gone or the group's timeout passes.

@@ -39,6 +39,10 @@ std::string to_json(const RunMetrics& m) {
   doc["speeds"] = m.speeds;
   doc["wall_seconds"] = m.wall_seconds;
   doc["balance_efficiency"] = balance_efficiency(m.steps);
+  if (m.resumed_world_size > 0) {
+    doc["resumed_from"] = {
+        {"epoch", m.resumed_epoch}, {"step", m.resumed_step}, {"world_size", m.resumed_world_size}};
+  }
 
   json epochs = json::array();
   for (const auto& e : m.epochs) {

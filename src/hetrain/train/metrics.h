@@ -32,6 +32,10 @@ struct RunMetrics {
   double wall_seconds = 0.0;
   std::vector<EpochRecord> epochs;
   std::vector<StepRecord> steps;
+  // A resumed run: where it continued from, and the workers of the run that
+  // wrote the checkpoint (0: not resumed).
+  int resumed_world_size = 0;
+  std::size_t resumed_epoch = 0, resumed_step = 0;
 };
 
 // sum of compute seconds / (N x sum over steps of the slowest worker's

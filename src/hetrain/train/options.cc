@@ -1,6 +1,9 @@
 #include "hetrain/train/options.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -99,6 +102,22 @@ void validate(const TrainOptions& o, int world_size) {
   if (!(o.timeout_seconds > 0.0) || !std::isfinite(o.timeout_seconds)) {
     throw UsageError(fmt::format("--timeout must be > 0 seconds, got {}", o.timeout_seconds));
   }
+  if (o.checkpoint_every != 0 && o.checkpoint_dir.empty()) {
+    throw UsageError("--checkpoint-every needs --checkpoint DIR");
+  }
+}
+
+std::uint32_t config_checksum(const TrainOptions& o) {
+  std::string text = fmt::format(
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.model, o.optimizer,
+      o.lr, o.momentum, o.lr_schedule, o.epochs, o.global_batch, o.max_steps, o.seed, o.data, o.train_images,
+      o.train_labels, o.test_images, o.test_labels, o.synthetic_train, o.synthetic_test, o.policy,
+      fmt::join(o.shares, ","), o.profile_steps, o.min_local_batch, o.max_local_batch, fmt::join(o.speeds, ","),
+      o.sample_cost_ms, o.allreduce, o.bucket_mb, o.checkpoint_every);
+  for (const auto& c : o.slowdowns) text += fmt::format("|{}@{}:{}", c.rank, c.step, c.speed);
+  text += "|" + o.checkpoint_dir + "|" + o.resume_dir;
+  return static_cast<std::uint32_t>(
+      ::crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
 }
 
 std::vector<TrainOptions::SpeedChange> parse_slowdowns(const std::string& text) {

@@ -57,13 +57,26 @@ struct TrainOptions {
   double sample_cost_ms = 0.0;
 
   // Running.
-  std::string allreduce = "gloo";  // gloo | ring: the gradient allreduce
+  std::string allreduce = "auto";  // auto | gloo | ring | halving-doubling: the gradient allreduce
   double bucket_mb = kDefaultBucketMb;  // gradients are reduced in calls of at most this size
   std::string metrics_path;
   int threads = 0;  // torch intra-op threads; 0 = cores / local workers
   double timeout_seconds = kDefaultTimeoutSeconds;
   bool quiet = false;
+
+  // Checkpoints (train/checkpoint.h). The directory must be visible to every
+  // worker of a resumed run (one machine, or a shared file system).
+  std::string checkpoint_dir;        // write checkpoints here ("" = none)
+  std::size_t checkpoint_every = 0;  // steps between checkpoints (0 = at the end of each epoch only)
+  std::string resume_dir;            // continue from the checkpoint in this directory
+  // For tests of the cursor: each rank appends "epoch step index..." lines
+  // for the samples it trains on to PREFIX.rankR.
+  std::string sample_log;
 };
+
+// A checksum of every option that must be the same on every worker (not the
+// per-process ones: threads, timeout, metrics path, quiet, sample log).
+std::uint32_t config_checksum(const TrainOptions& o);
 
 // Throws UsageError naming the first problem found, for a world of
 // `world_size` workers.

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "hetrain/alloc/policy.h"
@@ -11,6 +12,7 @@
 #include "hetrain/common/error.h"
 #include "hetrain/data/cursor.h"
 #include "hetrain/data/synthetic.h"
+#include "hetrain/train/checkpoint.h"
 #include "hetrain/train/model.h"
 
 namespace hetrain::train {
@@ -144,6 +146,23 @@ void gather_steps(comm::Group& group, std::size_t epoch, const std::vector<std::
   }
 }
 
+// Workers started with different options would train different things (or
+// deadlock on different step counts): every rank compares its options'
+// checksum with every other's before the first step.
+void check_same_config(const TrainOptions& o, comm::Group& group) {
+  std::vector<double> sums(static_cast<std::size_t>(group.size()), 0.0);
+  const double mine = static_cast<double>(config_checksum(o));
+  sums[static_cast<std::size_t>(group.rank())] = mine;
+  group.allreduce_sum(std::span<double>(sums));
+  for (std::size_t r = 0; r < sums.size(); ++r) {
+    if (sums[r] != sums[0]) {
+      throw UsageError(fmt::format("rank {} was started with a different configuration than rank 0 "
+                                   "(flags, config file or data must match on every worker)",
+                                   r));
+    }
+  }
+}
+
 }  // namespace
 
 data::DataSplit load_data(const TrainOptions& o) {
@@ -163,6 +182,7 @@ void set_compute_threads(int threads) {
 TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
                   const EpochCallback& on_epoch) {
   validate(o, group.size());
+  check_same_config(o, group);  // before any collective whose size depends on the options
   const auto n = static_cast<std::size_t>(group.size());
   const auto rank = static_cast<std::size_t>(group.rank());
   const std::size_t B = o.global_batch;
@@ -187,6 +207,13 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   std::vector<float> buffer(num_params + kTelemetrySlots * n, 0.0f);
   bind_gradients(*model, buffer);
   auto optimizer = make_optimizer(o, *model);
+  CheckpointMeta cursor;  // where this run starts, and what its checkpoints are checked against
+  cursor.model = o.model;
+  cursor.optimizer = o.optimizer;
+  cursor.seed = o.seed;
+  cursor.global_batch = B;
+  cursor.train_samples = data.train.size();
+  if (!o.resume_dir.empty()) cursor = load_checkpoint(o.resume_dir, cursor, *model, *optimizer);
   const comm::Algorithm algorithm = comm::parse_algorithm(o.allreduce);
   const std::size_t bucket = bucket_elements(o);
 
@@ -198,6 +225,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   pc.global_batch = B;
   pc.bounds.min_local = o.min_local_batch;
   if (o.max_local_batch != 0) pc.bounds.max_local = o.max_local_batch;
+  pc.known = cursor.workers;
   auto policy = alloc::make_policy(pc);
 
   const Tensors train_t = as_tensors(data.train);
@@ -212,16 +240,37 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   m.allreduce = o.allreduce;
   m.data = o.train_images.empty() ? o.data : o.train_images;
   m.global_batch = B;
-  m.speeds = o.speeds;
-
   const std::size_t steps_in_epoch = data::steps_per_epoch(train_n, B);
   const std::size_t planned_steps =
       o.max_steps != 0 ? std::min(o.max_steps, o.epochs * steps_in_epoch) : o.epochs * steps_in_epoch;
+  m.speeds = o.speeds;
+  if (!o.resume_dir.empty()) {
+    m.resumed_world_size = cursor.world_size;
+    m.resumed_epoch = cursor.epoch;
+    m.resumed_step = cursor.step;
+  }
+  // Rank 0 writes checkpoints; every rank holds the same model and optimizer state.
+  auto checkpoint = [&](std::size_t epoch, std::size_t next_step, std::size_t done) {
+    if (o.checkpoint_dir.empty() || rank != 0) return;
+    CheckpointMeta c = cursor;
+    c.epoch = next_step == steps_in_epoch ? epoch + 1 : epoch;
+    c.step = next_step == steps_in_epoch ? 0 : next_step;
+    c.total_steps = done;
+    c.world_size = group.size();
+    c.workers = policy->learned();
+    save_checkpoint(o.checkpoint_dir, c, *model, *optimizer);
+  };
+  std::ofstream sample_log;
+  if (!o.sample_log.empty()) {
+    sample_log.open(fmt::format("{}.rank{}", o.sample_log, rank));
+    if (!sample_log) throw DataError(fmt::format("cannot write {}.rank{}", o.sample_log, rank));
+  }
+
 
   const auto run_start = Clock::now();
-  std::size_t total_steps = 0;
+  std::size_t total_steps = cursor.total_steps;
   bool stop = false;
-  for (std::size_t epoch = 0; epoch < o.epochs && !stop; ++epoch) {
+  for (std::size_t epoch = cursor.epoch; epoch < o.epochs && !stop; ++epoch) {
     const auto epoch_start = Clock::now();
     const auto perm_vec = data::epoch_permutation(train_n, o.seed, epoch);
     const auto perm = torch::tensor(std::vector<std::int64_t>(perm_vec.begin(), perm_vec.end()));
@@ -229,7 +278,9 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     std::vector<double> my_compute, my_wait;
     double loss_sum = 0.0;
     std::size_t epoch_steps = 0;
-    for (std::size_t step = 0; step < steps_in_epoch; ++step) {
+    const std::size_t first_step = epoch == cursor.epoch ? cursor.step : 0;
+    std::size_t next_step = first_step;
+    for (std::size_t step = first_step; step < steps_in_epoch; ++step) {
       if (o.max_steps != 0 && total_steps >= o.max_steps) {
         stop = true;
         break;
@@ -238,6 +289,11 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       const auto split =
           batch == B ? policy->split() : alloc::scale_split(policy->split(), batch, pc.bounds.max_local);
       const data::Slice slice = data::slice_of(split, rank);
+      if (sample_log.is_open()) {
+        sample_log << epoch << ' ' << step;
+        for (std::size_t k = 0; k < slice.count; ++k) sample_log << ' ' << perm_vec[step * B + slice.begin + k];
+        sample_log << std::endl;  // flushed: a killed run's log stays complete
+      }
 
       std::fill(buffer.begin(), buffer.end(), 0.0f);
       const auto t0 = Clock::now();
@@ -294,6 +350,10 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       my_wait.push_back(wait);
       ++epoch_steps;
       ++total_steps;
+      next_step = step + 1;
+      if (o.checkpoint_every != 0 && total_steps % o.checkpoint_every == 0) {
+        checkpoint(epoch, next_step, total_steps);
+      }
     }
     const double train_seconds = seconds_since(epoch_start);
     gather_steps(group, epoch, my_batch, my_compute, my_wait, m.steps);
@@ -304,6 +364,9 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     rec.test_accuracy = evaluate(*model, test_t, group);
     rec.seconds = seconds_since(epoch_start);
     m.epochs.push_back(rec);
+    // At the end of each epoch (and of a run cut short by --max-steps), unless
+    // the periodic checkpoint just wrote this very cursor.
+    if (o.checkpoint_every == 0 || total_steps % o.checkpoint_every != 0) checkpoint(epoch, next_step, total_steps);
     if (on_epoch) on_epoch(rec, m);
   }
   m.wall_seconds = seconds_since(run_start);

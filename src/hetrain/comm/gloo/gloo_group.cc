@@ -50,23 +50,25 @@ at::Tensor view_of(Buffer b) {
 
 class GlooRequest final : public Request {
  public:
-  GlooRequest(c10::intrusive_ptr<c10d::Work> work, const char* what) : work_(std::move(work)), what_(what) {}
+  GlooRequest(c10::intrusive_ptr<c10d::Work> work, const char* what, std::chrono::milliseconds timeout)
+      : work_(std::move(work)), what_(what), timeout_(timeout) {}
   void wait() override {
     if (!work_) return;
-    translate(what_, [&] { return work_->wait(); });
+    translate(what_, [&] { return work_->wait(timeout_); });
     work_.reset();
   }
 
  private:
   c10::intrusive_ptr<c10d::Work> work_;
   const char* what_;
+  std::chrono::milliseconds timeout_;  // the group's: a dead peer fails the wait, never hangs it
 };
 
 class GlooGroup final : public GroupImpl {
  public:
   GlooGroup(c10::intrusive_ptr<c10d::Store> store, int rank, int size, std::chrono::milliseconds timeout,
             std::shared_ptr<::gloo::transport::Device> device)
-      : rank_(rank), size_(size) {
+      : rank_(rank), size_(size), timeout_(timeout) {
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
     options->devices.push_back(std::move(device));
     // One Gloo worker thread: collectives are issued one at a time and the
@@ -90,16 +92,16 @@ class GlooGroup final : public GroupImpl {
     });
   }
   std::unique_ptr<Request> isend(Buffer b, int dst, int tag) override {
-    if (b.count == 0) return std::make_unique<GlooRequest>(c10::intrusive_ptr<c10d::Work>(), "send");
+    if (b.count == 0) return std::make_unique<GlooRequest>(c10::intrusive_ptr<c10d::Work>(), "send", timeout_);
     std::vector<at::Tensor> t{view_of(b)};
     return std::make_unique<GlooRequest>(translate("send failed", [&] { return pg_->send(t, dst, tag); }),
-                                         "send failed");
+                                         "send failed", timeout_);
   }
   std::unique_ptr<Request> irecv(Buffer b, int src, int tag) override {
-    if (b.count == 0) return std::make_unique<GlooRequest>(c10::intrusive_ptr<c10d::Work>(), "recv");
+    if (b.count == 0) return std::make_unique<GlooRequest>(c10::intrusive_ptr<c10d::Work>(), "recv", timeout_);
     std::vector<at::Tensor> t{view_of(b)};
     return std::make_unique<GlooRequest>(translate("recv failed", [&] { return pg_->recv(t, src, tag); }),
-                                         "recv failed");
+                                         "recv failed", timeout_);
   }
   void barrier() override {
     translate("barrier failed", [&] {
@@ -119,6 +121,7 @@ class GlooGroup final : public GroupImpl {
   }
   int rank_;
   int size_;
+  std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };
 

@@ -1,0 +1,291 @@
+// Faults, end to end: real worker processes over real TCP, one of them killed.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_fixture.h"
+
+namespace {
+
+using hetrain::testing::Cli;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+constexpr int kTimeoutSeconds = 20;                      // the workers' --timeout
+constexpr auto kGrace = std::chrono::seconds(10);        // exit within the timeout plus this
+constexpr auto kStartDeadline = std::chrono::seconds(120);
+constexpr auto kPoll = std::chrono::milliseconds(50);
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string fmt_name(const char* what, int rank) { return std::string(what) + std::to_string(rank); }
+
+std::string fmt_join(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += " " + a;
+  return out;
+}
+
+// Starts one worker of the allreduce benchmark with torchrun's variables,
+// its streams redirected to files.
+pid_t spawn_worker(int rank, int n, int port, const std::vector<std::string>& args, const fs::path& out,
+                   const fs::path& err) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::setenv("RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::dup2(o, 1);
+  ::dup2(e, 2);
+  std::vector<char*> argv{const_cast<char*>(HETRAIN_BINARY)};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv(HETRAIN_BINARY, argv.data());
+  ::_exit(127);
+}
+
+// Waits for `pid` until `deadline`; kills it and returns -1 if it is still running then.
+int wait_until(pid_t pid, Clock::time_point deadline) {
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Rank 1 of three is killed while the others are inside a ring allreduce of
+// 64 MiB (it runs for many seconds; the kill comes 1 s after the first,
+// small size finished). The survivors must each fail with a one-line
+// communication error (exit code 4) naming a peer, within the timeout, not hang.
+TEST_F(Cli, APeerDyingInTheMiddleOfARingAllreduceFailsTheOthersCleanly) {
+  const int n = 3, port = free_port();
+  const std::vector<std::string> args{"bench",   "allreduce", "--as-worker", "--algo",    "ring",
+                                      "--sizes", "1K,64M",    "--iters",     "200",       "--timeout",
+                                      std::to_string(kTimeoutSeconds)};
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pids.push_back(spawn_worker(r, n, port, args, dir_ / fmt_name("out", r), dir_ / fmt_name("err", r)));
+  }
+  // Rank 0 prints one line per finished size: after the 1K line all ranks are in the 64M loop.
+  const auto start_deadline = Clock::now() + kStartDeadline;
+  bool started = false;
+  while (!started && Clock::now() < start_deadline) {
+    const std::string out = slurp(dir_ / fmt_name("out", 0));
+    started = out.find(" 1024 ") != std::string::npos;
+    if (!started) std::this_thread::sleep_for(kPoll);
+  }
+  if (!started) {
+    for (pid_t p : pids) ::kill(p, SIGKILL);
+    for (pid_t p : pids) ::waitpid(p, nullptr, 0);
+    FAIL() << "the benchmark did not reach the 64M allreduce: " << slurp(dir_ / fmt_name("err", 0));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::kill(pids[1], SIGKILL);
+  const auto killed_at = Clock::now();
+  ::waitpid(pids[1], nullptr, 0);
+
+  std::string named;
+  for (int r : {0, 2}) {
+    const int code = wait_until(pids[static_cast<std::size_t>(r)],
+                                killed_at + std::chrono::seconds(kTimeoutSeconds) + kGrace);
+    const std::string err = slurp(dir_ / fmt_name("err", r));
+    EXPECT_EQ(code, 4) << "rank " << r << ": " << err;
+    EXPECT_EQ(lines(err), 1u) << "rank " << r << ": " << err;
+    EXPECT_EQ(err.rfind("hetrain: error: ", 0), 0u) << err;
+    named += err;
+  }
+  EXPECT_NE(named.find("rank 1"), std::string::npos) << named;
+}
+
+// Spawns `hetrain ARGS` with its streams redirected to files (no torchrun variables).
+pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::dup2(o, 1);
+  ::dup2(e, 2);
+  std::vector<char*> argv{const_cast<char*>(HETRAIN_BINARY)};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv(HETRAIN_BINARY, argv.data());
+  ::_exit(127);
+}
+
+// The child of `launcher` whose environment says RANK=rank (0 if none yet).
+pid_t worker_of(pid_t launcher, int rank) {
+  const std::string want = "RANK=" + std::to_string(rank);
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string pid, comm, state, ppid;
+    stat >> pid >> comm >> state >> ppid;
+    if (ppid != std::to_string(launcher)) continue;
+    std::ifstream env(entry.path() / "environ");
+    for (std::string var; std::getline(env, var, '\0');)
+      if (var == want) return std::stoi(name);
+  }
+  return 0;
+}
+
+// "epoch step index..." lines of every rank's sample log PREFIX.rank*, as
+// (epoch, step) -> indices.
+std::map<std::pair<int, int>, std::vector<int>> read_sample_logs(const fs::path& dir, const std::string& prefix) {
+  std::map<std::pair<int, int>, std::vector<int>> out;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind(prefix + ".rank", 0) != 0) continue;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream ls(line);
+      int epoch = 0, step = 0, index = 0;
+      ls >> epoch >> step;
+      auto& v = out[{epoch, step}];
+      while (ls >> index) v.push_back(index);
+    }
+  }
+  return out;
+}
+
+constexpr int kTrainSamples = 2000;
+// Every flag of these runs but --model and --sample-cost-ms (a flag may be given once).
+const std::vector<std::string> kQuick{"--data",     "synthetic", "--synthetic-train", std::to_string(kTrainSamples),
+                                      "--synthetic-test", "200",   "--threads",         "1",
+                                      "-b",         "64",        "--policy",          "adaptive"};
+const std::vector<std::string> kSlowQuick = {"--model", "mlp", "--sample-cost-ms", "5"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+// Kill -9 one of four workers mid-epoch: the run stops within the timeout
+// plus a few seconds, names the rank, and exits non-zero. Resuming from the
+// last checkpoint on 3, 4 or 5 workers finishes the epoch, and across the
+// killed run (up to its checkpoint) and the resumed one every sample of the
+// epoch is trained on exactly once (the workers' own logs of the indices).
+TEST_F(Cli, AKilledWorkerStopsTheRunAndAResumeOnAnyWorkerCountUsesEverySampleOnce) {
+  const fs::path ck = dir_ / "ck";
+  const int timeout = 10;
+  const pid_t launcher =
+      spawn(with(with(with({"run", "-n", "4"}, kQuick), kSlowQuick),
+                 {"--checkpoint", ck.string(), "--checkpoint-every", "4", "--sample-log", (dir_ / "first").string(),
+                  "--timeout", std::to_string(timeout)}),
+            dir_ / "out", dir_ / "err");
+  // Kill once the first checkpoint exists and a few more steps ran after it.
+  const auto deadline = Clock::now() + kStartDeadline;
+  bool ready = false;
+  while (!ready && Clock::now() < deadline) {
+    const auto log = read_sample_logs(dir_, "first");
+    ready = fs::exists(ck / "checkpoint.pt") && log.size() >= 4 * 1 + 6;
+    if (!ready) std::this_thread::sleep_for(kPoll);
+  }
+  const pid_t victim = worker_of(launcher, 2);
+  ASSERT_TRUE(ready && victim > 0) << slurp(dir_ / "err");
+  ASSERT_LT(read_sample_logs(dir_, "first").size(), 2000u / 64) << "the epoch ended before the kill";
+  ::kill(victim, SIGKILL);
+  const int code = wait_until(launcher, Clock::now() + std::chrono::seconds(timeout + 5));
+  const std::string err = slurp(dir_ / "err");
+  EXPECT_NE(code, 0) << err;
+  EXPECT_NE(code, -1) << "the run did not stop within the timeout + 5 s";
+  EXPECT_NE(err.find("worker 2"), std::string::npos) << err;
+  EXPECT_EQ(lines(err), 1u) << err;
+
+  const auto first = read_sample_logs(dir_, "first");
+  for (int n : {3, 4, 5}) {
+    const std::string prefix = "resumed" + std::to_string(n);
+    const fs::path metrics = dir_ / (prefix + ".json");
+    const auto o = hetrain("run -n " + std::to_string(n) + " " + fmt_join(kQuick) + fmt_join(kSlowQuick) + " --resume " + ck.string() +
+                           " --sample-log " + (dir_ / prefix).string() + " --metrics " + metrics.string());
+    ASSERT_EQ(o.code, 0) << o.err;
+    const auto doc = nlohmann::json::parse(slurp(metrics));
+    const int from = doc.at("resumed_from").at("step").get<int>();
+    EXPECT_EQ(doc.at("resumed_from").at("world_size").get<int>(), 4);
+    std::vector<int> uses(kTrainSamples, 0);
+    for (const auto& [key, indices] : first)
+      if (key.first == 0 && key.second < from)
+        for (int i : indices) ++uses.at(static_cast<std::size_t>(i));
+    for (const auto& [key, indices] : read_sample_logs(dir_, prefix)) {
+      EXPECT_GE(key.second, from);
+      for (int i : indices) ++uses.at(static_cast<std::size_t>(i));
+    }
+    for (int i = 0; i < kTrainSamples; ++i) ASSERT_EQ(uses[static_cast<std::size_t>(i)], 1) << "sample " << i << ", " << n << " workers";
+  }
+}
+
+// A write that died before its rename leaves only a temporary file: the
+// previous checkpoint still loads. A damaged or foreign checkpoint is a
+// one-line data error (exit code 3), never a crash.
+TEST_F(Cli, AnInterruptedCheckpointWriteLeavesThePreviousOneAndBadCheckpointsAreDataErrors) {
+  const fs::path ck = dir_ / "ck";
+  const std::string quick = fmt_join(kQuick);
+  ASSERT_EQ(hetrain("run -n 2 --model mlp " + quick + " --max-steps 6 --checkpoint " + ck.string()).code, 0);
+  std::ofstream(ck / "checkpoint.pt.tmp.4242") << "half a checkpoint";  // what a crash mid-write leaves
+  const auto resumed = hetrain("run -n 2 --model mlp " + quick + " --resume " + ck.string() + " --max-steps 8");
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("step 6"), std::string::npos) << resumed.out;
+
+  const auto other_model = hetrain("run -n 2 --model cnn " + quick + " --resume " + ck.string());
+  EXPECT_EQ(other_model.code, 3) << other_model.err;
+  EXPECT_EQ(lines(other_model.err), 1u) << other_model.err;
+  EXPECT_NE(other_model.err.find("model mlp"), std::string::npos) << other_model.err;
+
+  const auto size = fs::file_size(ck / "checkpoint.pt");
+  fs::resize_file(ck / "checkpoint.pt", size / 2);
+  const auto truncated = hetrain("run -n 2 --model mlp " + quick + " --resume " + ck.string());
+  EXPECT_EQ(truncated.code, 3) << truncated.err;
+  EXPECT_EQ(lines(truncated.err), 1u) << truncated.err;
+
+  const auto missing = hetrain("run -n 2 --model mlp " + quick + " --resume " + (dir_ / "nothing").string());
+  EXPECT_EQ(missing.code, 3) << missing.err;
+  EXPECT_EQ(lines(missing.err), 1u) << missing.err;
+}
+
+// Workers started with different options are caught before the first step,
+// on every rank, with a one-line usage error.
+TEST_F(Cli, WorkersWithDifferentConfigurationsStopAtTheStart) {
+  const int port = free_port();
+  const std::vector<std::string> base = with(with({"worker"}, kQuick), {"--model", "mlp", "--timeout", "20"});
+  const pid_t a = spawn_worker(0, 2, port, with(base, {"--seed", "1"}), dir_ / "out0", dir_ / "err0");
+  const pid_t b = spawn_worker(1, 2, port, with(base, {"--seed", "2"}), dir_ / "out1", dir_ / "err1");
+  const auto deadline = Clock::now() + kStartDeadline;
+  for (auto [pid, r] : {std::pair{a, 0}, std::pair{b, 1}}) {
+    const int code = wait_until(pid, deadline);
+    const std::string err = slurp(dir_ / fmt_name("err", r));
+    EXPECT_EQ(code, 2) << err;
+    EXPECT_EQ(lines(err), 1u) << err;
+    EXPECT_NE(err.find("different configuration"), std::string::npos) << err;
+  }
+}
+
+}  // namespace
