@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "hetrain/alloc/adaptive.h"
 #include "hetrain/common/error.h"
 #include "hetrain/sim/cluster.h"
 #include "hetrain/sim/network_cost.h"
@@ -153,12 +154,32 @@ TEST(Simulator, AdaptiveLearnsTheSpeedsAndBeatsEqual) {
   o.record_splits = true;
   const SimResult adaptive = simulate(c, o);
   const SimResult equal = simulate(c, options("equal", 40));
-  // It waits for 10 samples per worker (after 1 warm-up step), then moves.
-  EXPECT_EQ(adaptive.splits[0], (std::vector<std::size_t>{20, 20, 20}));
-  EXPECT_EQ(adaptive.splits[10], (std::vector<std::size_t>{20, 20, 20}));
-  EXPECT_NE(adaptive.splits.back(), (std::vector<std::size_t>{20, 20, 20}));
+  // It ignores the warm-up steps, waits for min_samples per worker, then moves:
+  // to the split in proportion to speed, where every worker takes 0.11 s.
+  const alloc::AdaptiveConfig config;
+  const std::size_t first_move = config.warmup_steps + config.min_samples;
+  for (std::size_t k = 0; k < first_move; ++k) {
+    EXPECT_EQ(adaptive.splits[k], (std::vector<std::size_t>{20, 20, 20})) << k;
+  }
+  EXPECT_NE(adaptive.splits[first_move], (std::vector<std::size_t>{20, 20, 20}));
+  EXPECT_EQ(adaptive.splits.back(), (std::vector<std::size_t>{10, 20, 30}));
+  EXPECT_DOUBLE_EQ(adaptive.steps.back().compute, 0.11);
   EXPECT_LT(adaptive.steps.back().compute, 0.9 * equal.steps.back().compute);
   EXPECT_LT(adaptive.total_seconds, equal.total_seconds);
+}
+
+TEST(Simulator, AJoinKeepsWhatTheAdaptivePolicyLearnt) {
+  std::string text = kThree;
+  text += "[[event]]\nstep = 20\nkind = \"join\"\ngroup = \"c\"\n";
+  SimOptions o = options("adaptive", 21);
+  o.record_splits = true;
+  const SimResult r = simulate(parse_cluster(text, "join.toml"), o);
+  ASSERT_EQ(r.splits[20].size(), 4u);
+  // Not a restart from the equal split (15 each): the workers that stay keep
+  // their models, so the slow "a" still gets the least.
+  EXPECT_NE(r.splits[20], (std::vector<std::size_t>{15, 15, 15, 15}));
+  EXPECT_LT(r.splits[20][0], r.splits[20][1]);
+  EXPECT_LT(r.splits[20][1], r.splits[20][2]);
 }
 
 TEST(Simulator, NoiseIsSeededAndDeterministic) {

@@ -38,8 +38,32 @@ alloc::Bounds bounds_of(const std::vector<WorkerGroup>& groups) {
   return b;
 }
 
-std::unique_ptr<alloc::Policy> make_world_policy(const World& w, const Cluster& c, const SimOptions& o) {
+// What the old world's policy learned, carried to the new world's ranks as a
+// resumed run would (alloc::PolicyConfig::known): the j-th worker of group g
+// keeps the model of the j-th worker of g before; a worker that joins has
+// none (speed 0), and the policy starts it from the median known speed.
+std::vector<alloc::WorkerModel> carry_models(const std::vector<alloc::WorkerModel>& learned,
+                                             const std::vector<std::size_t>& old_rank_group,
+                                             const std::vector<std::size_t>& new_rank_group) {
+  if (learned.size() != old_rank_group.size()) return {};
+  std::vector<std::vector<alloc::WorkerModel>> by_group;
+  for (std::size_t r = 0; r < learned.size(); ++r) {
+    if (by_group.size() <= old_rank_group[r]) by_group.resize(old_rank_group[r] + 1);
+    by_group[old_rank_group[r]].push_back(learned[r]);
+  }
+  std::vector<alloc::WorkerModel> known;
+  std::vector<std::size_t> next(by_group.size(), 0);
+  for (const std::size_t g : new_rank_group) {
+    const bool have = g < by_group.size() && next[g] < by_group[g].size();
+    known.push_back(have ? by_group[g][next[g]++] : alloc::WorkerModel{0.0, 0.0});
+  }
+  return known;
+}
+
+std::unique_ptr<alloc::Policy> make_world_policy(const World& w, const Cluster& c, const SimOptions& o,
+                                                 std::vector<alloc::WorkerModel> known = {}) {
   alloc::PolicyConfig pc;
+  pc.known = std::move(known);
   pc.name = o.policy;
   pc.profile_steps = o.profile_steps;
   pc.workers = w.rank_group.size();
@@ -113,9 +137,10 @@ SimResult simulate(const Cluster& c, const SimOptions& o) {
         world_changed = world_changed || e.kind != EventKind::kSpeed;
       }
       if (world_changed) {
+        const std::vector<std::size_t> old_rank_group = w.rank_group;
         w.renumber();
         if (w.rank_group.empty()) throw UsageError(fmt::format("no workers left at step {}", total));
-        policy = make_world_policy(w, c, o);
+        policy = make_world_policy(w, c, o, carry_models(policy->learned(), old_rank_group, w.rank_group));
         allreduce = allreduce_seconds(c.network, w.rank_group.size(), c.gradient_bytes);
       }
       const std::size_t n = w.rank_group.size();

@@ -44,8 +44,10 @@ struct SimResult {
 
 // Runs the loop the trainer runs (train/trainer.cc), with modelled times:
 //  1. events due at this step apply (a speed change, workers joining or
-//     leaving; a change of world restarts the policy, as an elastic restart
-//     would, and re-prices the allreduce);
+//     leaving). A change of world restarts the policy as a run resumed from
+//     a checkpoint on the new workers would: the adaptive policy keeps what
+//     it learned of the workers that stay (PolicyConfig::known), and the
+//     allreduce is re-priced;
 //  2. the split: the policy's, or scale_split of it for a short last batch;
 //  3. each worker's compute time from its group's model (cluster.h);
 //  4. the policy observes exactly what the trainer feeds it: the split and
