@@ -79,7 +79,7 @@ int run_plan(const SimCommands& o) {
   const auto objective = sim::parse_objective(o.objective);
   const sim::Cluster inventory = sim::load_cluster(o.inventory);
   const auto result = sim::plan(inventory, o.plan_epochs, objective);
-  std::fputs(sim::plan_report(inventory, result, objective).c_str(), stdout);
+  std::fputs(sim::plan_report(inventory, result, objective, o.plan_all).c_str(), stdout);
   return 0;
 }
 
@@ -113,6 +113,7 @@ void add_sim_commands(CLI::App& app, SimCommands& c) {
       ->required();
   p->add_option("--objective", c.objective, "time | cost")->capture_default_str();
   p->add_option("--epochs", c.plan_epochs, "Epochs of dataset_samples")->capture_default_str();
+  p->add_flag("--all", c.plan_all, "List every alternative, not only the best 20");
 }
 
 std::optional<int> run_sim_commands(const SimCommands& c) {

@@ -31,6 +31,7 @@ struct SimCommands {
   std::string inventory;
   std::string objective = "time";
   std::size_t plan_epochs = 1;
+  bool plan_all = false;
 
   CLI::App* sim_app = nullptr;
   CLI::App* plan_app = nullptr;

@@ -118,7 +118,7 @@ PlanResult plan(const Cluster& inv, std::size_t epochs, Objective objective) {
   return res;
 }
 
-std::string plan_report(const Cluster& inv, const PlanResult& res, Objective objective) {
+std::string plan_report(const Cluster& inv, const PlanResult& res, Objective objective, bool all) {
   if (res.candidates.empty() || !res.candidates.front().feasible) {
     throw UsageError(
         "no subset of the inventory can split the global batch (check global_batch and memory caps)");
@@ -144,7 +144,8 @@ std::string plan_report(const Cluster& inv, const PlanResult& res, Objective obj
   out += fmt::format("\n  as flags: --policy static --shares {}\n\n", fmt::join(best.split, ","));
   out += fmt::format("{:<4} {:<40} {:>8} {:>13} {:>14} {:>10}\n", "rank", "machines", "workers", "step (s)",
                      "total (s)", "cost");
-  for (std::size_t i = 0; i < res.candidates.size(); ++i) {
+  const std::size_t rows = all ? res.candidates.size() : std::min(res.candidates.size(), kReportRows);
+  for (std::size_t i = 0; i < rows; ++i) {
     const Candidate& c = res.candidates[i];
     if (!c.feasible) {
       out += fmt::format("{:<4} {:<40} {:>8} {:>13} {:>14} {:>10}\n", "-", machines(inv, c), c.workers,
@@ -153,6 +154,9 @@ std::string plan_report(const Cluster& inv, const PlanResult& res, Objective obj
     }
     out += fmt::format("{:<4} {:<40} {:>8} {:>13.6f} {:>14.1f} {:>10.2f}{}\n", i + 1, machines(inv, c),
                        c.workers, c.step_seconds, c.total_seconds, c.cost, i == 0 ? "  <- recommended" : "");
+  }
+  if (rows < res.candidates.size()) {
+    out += fmt::format("... and {} more (--all lists every one)\n", res.candidates.size() - rows);
   }
   return out;
 }

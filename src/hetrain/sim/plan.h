@@ -47,7 +47,12 @@ struct PlanResult {
 // candidate's price per hour. Events in the inventory are ignored.
 PlanResult plan(const Cluster& inventory, std::size_t epochs, Objective objective);
 
-// The report: the recommendation with its shares, then every alternative.
-std::string plan_report(const Cluster& inventory, const PlanResult& result, Objective objective);
+// Alternatives listed by the report unless `all`.
+inline constexpr std::size_t kReportRows = 20;
+
+// The report: the recommendation with its shares, then the alternatives, best
+// first (the first kReportRows, or every one).
+std::string plan_report(const Cluster& inventory, const PlanResult& result, Objective objective,
+                        bool all = false);
 
 }  // namespace hetrain::sim

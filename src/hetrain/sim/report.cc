@@ -55,6 +55,8 @@ std::string split_over_time(const SimResult& r, const Cluster& c) {
         out += fmt::format(" {:>14.2f}", static_cast<double>(r.group_samples[s][g]) / static_cast<double>(n));
       }
     }
+    if (r.steps[s].batch != c.global_batch)
+      out += fmt::format("  (an epoch's short last batch: {})", r.steps[s].batch);
     out += "\n";
   }
   return out;
