@@ -48,6 +48,10 @@ void CostModel::observe(Sample s) {
       if (std::abs(ratio - 1.0) > limit) surprise_ratios_.push_back(ratio);
     }
   }
+  if (window_.size() == 0 && scratch_.capacity() == 0) {
+    window_.reserve(std::max(config_.window, config_.change_run));
+    scratch_.reserve(config_.window + 1);
+  }
   window_.push_back(s);
   if (surprise_ratios_.size() >= config_.change_run) {
     // A real change: forget the old regime, keep the run that showed it.

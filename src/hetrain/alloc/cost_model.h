@@ -38,6 +38,12 @@ class SampleWindow {
   const Sample& operator[](std::size_t i) const { return buf_[first_ + i]; }
   const Sample& front() const { return buf_[first_]; }
   const std::vector<double>& sorted_seconds() const { return sorted_; }
+  // Room for windows of up to `keep` samples without reallocating (called
+  // once per model, so 10^4 models' blocks are laid out in rank order).
+  void reserve(std::size_t keep) {
+    buf_.reserve(2 * keep + 1);
+    sorted_.reserve(keep + 1);
+  }
   void push_back(Sample s) {
     buf_.push_back(s);
     sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), s.seconds), s.seconds);
