@@ -2,8 +2,10 @@
 # How the simulator's cost grows with workers x steps: the adaptive policy on
 # a three-group cluster (a quarter fast, a quarter medium, half old, 3-5%
 # noise, 8 workers per node), about 10 samples per worker per step, on one
-# core (taskset -c 0). Prints a markdown table: wall and CPU seconds, and CPU
-# microseconds per worker-step (roughly constant = linear cost).
+# core (taskset -c 0). Prints a markdown table: the command's wall and CPU
+# seconds (with hetrain's start-up, which loads libtorch), the simulation
+# loop's own seconds, and its microseconds per worker-step (roughly constant =
+# linear cost).
 # Usage: bench/sim_scale.sh [build/hetrain] [SIZES...]   SIZES as WORKERSxSTEPS
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,14 +48,16 @@ noise = 0.05
 TOML
 }
 
-echo "| workers | steps | wall (s) | CPU (s) | CPU per worker-step (us) |"
-echo "|---|---|---|---|---|"
+echo "| workers | steps | wall (s) | CPU (s) | simulation loop (s) | loop per worker-step (us) |"
+echo "|---|---|---|---|---|---|"
 for size in "${sizes[@]}"; do
   n=${size%x*} steps=${size#*x}
   cluster "$n" > "$tmp/c.toml"
   /usr/bin/time -f "%e %U %S" -o "$tmp/time" taskset -c 0 \
-    "$hetrain" sim --cluster "$tmp/c.toml" --policy adaptive --steps "$steps" --quiet
+    "$hetrain" sim --cluster "$tmp/c.toml" --policy adaptive --steps "$steps" > "$tmp/out"
   read -r wall user sys < "$tmp/time"
-  python3 -c 'import sys; n,k,w,u,s=sys.argv[1:]; n,k=int(n),int(k); cpu=float(u)+float(s);
-print(f"| {n} | {k} | {float(w):.2f} | {cpu:.2f} | {1e6*cpu/(n*k):.3f} |")' "$n" "$steps" "$wall" "$user" "$sys"
+  loop=$(sed -n 's/^(simulated in \([0-9.]*\) s.*/\1/p' "$tmp/out")
+  python3 -c 'import sys; n,k,w,u,s,l=sys.argv[1:]; n,k=int(n),int(k); cpu=float(u)+float(s);
+print(f"| {n} | {k} | {float(w):.2f} | {cpu:.2f} | {float(l):.2f} | {1e6*float(l)/(n*k):.3f} |")' \
+    "$n" "$steps" "$wall" "$user" "$sys" "$loop"
 done

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 
 #include "hetrain/common/error.h"
@@ -51,16 +52,19 @@ int run_sim(const SimCommands& o) {
     if (!o.quiet) std::fputs(fitted_summary(cluster, *run, o.calibrate).c_str(), stdout);
   }
   std::vector<sim::SimResult> results;
+  const auto start = std::chrono::steady_clock::now();
   for (const auto& p : o.policies) {
     sim::SimOptions opts = base;
     opts.policy = p;
     if (p != "static") opts.shares.clear();
     results.push_back(sim::simulate(cluster, opts));
   }
+  const std::chrono::duration<double> host = std::chrono::steady_clock::now() - start;
   if (!o.quiet) {
     std::string out = fmt::format("\n{} workers, B={}, gradient {} B\n", cluster.workers(),
                                   cluster.global_batch, cluster.gradient_bytes);
     out += sim::comparison_table(results);
+    out += fmt::format("(simulated in {:.2f} s of this machine's time)\n", host.count());
     for (const auto& r : results) out += "\n" + sim::split_over_time(r, cluster);
     if (run) {
       for (const auto& r : results) {
