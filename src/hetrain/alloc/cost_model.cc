@@ -73,7 +73,9 @@ void CostModel::refit() {
   // min_batch_spread of the smallest (|db| <= max - min < spread x min <=
   // spread x max(b_i, b_j)), as when a split holds still: skip the pairs.
   double lo = window_.front().batch, hi = lo;
-  for (const auto& s : window_) lo = std::min(lo, s.batch), hi = std::max(hi, s.batch);
+  if (!window_.one_batch()) {
+    for (const auto& s : window_) lo = std::min(lo, s.batch), hi = std::max(hi, s.batch);
+  }
   if (hi - lo >= config_.min_batch_spread * lo) {
     for (std::size_t i = 0; i < window_.size(); ++i) {
       for (std::size_t j = i + 1; j < window_.size(); ++j) {

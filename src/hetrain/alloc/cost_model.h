@@ -44,7 +44,10 @@ class SampleWindow {
     buf_.reserve(2 * keep + 1);
     sorted_.reserve(keep + 1);
   }
+  // True when every sample of the window has the same batch.
+  bool one_batch() const { return run_ == size(); }
   void push_back(Sample s) {
+    run_ = size() > 0 && buf_.back().batch == s.batch ? run_ + 1 : 1;
     buf_.push_back(s);
     sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), s.seconds), s.seconds);
   }
@@ -56,17 +59,19 @@ class SampleWindow {
       sorted_.erase(std::lower_bound(sorted_.begin(), sorted_.end(), buf_[i].seconds));
     }
     first_ = new_first;
+    run_ = std::min(run_, keep);
     if (first_ >= keep) {
       buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(first_));
       first_ = 0;
     }
   }
-  void clear() { buf_.clear(), sorted_.clear(), first_ = 0; }
+  void clear() { buf_.clear(), sorted_.clear(), first_ = 0, run_ = 0; }
 
  private:
   std::vector<Sample> buf_;
   std::vector<double> sorted_;  // the window's seconds, ascending
   std::size_t first_ = 0;
+  std::size_t run_ = 0;  // the newest samples that share the newest one's batch
 };
 
 // Terms: the window holds the last `window` (b, t) samples. The overhead a
