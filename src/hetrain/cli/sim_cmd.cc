@@ -93,6 +93,12 @@ void add_sim_commands(CLI::App& app, SimCommands& c) {
   c.sim_app = app.add_subcommand(
       "sim", "Simulate a heterogeneous cluster (TOML) under each policy, with the real allocation code");
   auto* s = c.sim_app;
+  s->footer(R"(
+Examples:
+  hetrain sim --cluster examples/mixed.toml --epochs 20
+  hetrain sim --cluster examples/add_slow.toml --steps 2000 --policy equal,adaptive --json trace.json
+  hetrain sim --calibrate run.json --gradient-bytes 814120 --policy equal,static,adaptive --shares 4,4,4,1
+)");
   s->add_option("--cluster", c.cluster, "Cluster file (TOML; see docs/simulation.md)");
   s->add_option("--calibrate", c.calibrate,
                 "A real run's --metrics JSON: fit the workers and the network to it, then predict it");
@@ -113,6 +119,11 @@ void add_sim_commands(CLI::App& app, SimCommands& c) {
   c.plan_app = app.add_subcommand(
       "plan", "Choose the machines and starting shares that finish fastest or cheapest (an inventory TOML)");
   auto* p = c.plan_app;
+  p->footer(R"(
+Examples:
+  hetrain plan --inventory examples/inventory.toml --epochs 90
+  hetrain plan --inventory examples/inventory.toml --epochs 90 --objective cost --all
+)");
   p->add_option("--inventory", c.inventory, "Machines available (a cluster file with price_per_hour)")
       ->required();
   p->add_option("--objective", c.objective, "time | cost")->capture_default_str();
