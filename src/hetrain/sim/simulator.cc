@@ -162,7 +162,9 @@ SimResult simulate(const Cluster& c, const SimOptions& o) {
           seconds = g.overhead + static_cast<double>(b) / g.speed;
           if (g.noise > 0.0) seconds = std::max(0.0, seconds * (1.0 + g.noise * normal(rng)));
         }
-        obs.compute_seconds[r] = seconds;
+        // The trainer's telemetry rides in the float32 gradient buffer: the
+        // policy sees each time rounded to float, and so it does here.
+        obs.compute_seconds[r] = static_cast<double>(static_cast<float>(seconds));
         t.compute = std::max(t.compute, seconds);
         t.busy += seconds;
       }

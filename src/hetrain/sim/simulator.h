@@ -51,7 +51,8 @@ struct SimResult {
 //  2. the split: the policy's, or scale_split of it for a short last batch;
 //  3. each worker's compute time from its group's model (cluster.h);
 //  4. the policy observes exactly what the trainer feeds it: the split and
-//     every worker's compute seconds;
+//     every worker's compute seconds, rounded to float as they are when they
+//     ride in the gradient buffer;
 //  5. the step lasts max compute + allreduce + step_overhead.
 // Throws UsageError for options that cannot run (unknown policy, shares of the
 // wrong count, B smaller than the workers, an event that empties the cluster).
