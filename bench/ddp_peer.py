@@ -58,6 +58,32 @@ class Mlp(nn.Module):
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.shortcut = nn.Conv2d(cin, cout, 1, stride=stride) if stride != 1 or cin != cout else None
+
+    def forward(self, x):
+        y = self.conv2(F.relu(self.conv1(x)))
+        return F.relu(y + (self.shortcut(x) if self.shortcut is not None else x))
+
+
+class ResNet(nn.Module):
+    """hetrain's resnet: stem, three one-block stages (32, 64, 128), fc 512, classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 32, 3, padding=1)
+        self.block1, self.block2, self.block3 = Block(32, 32, 1), Block(32, 64, 2), Block(64, 128, 2)
+        self.fc1, self.fc2 = nn.Linear(128 * 7 * 7, 512), nn.Linear(512, 10)
+
+    def forward(self, x):
+        x = self.block3(self.block2(self.block1(F.relu(self.stem(x)))))
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
 class Cnn(nn.Module):
     def __init__(self):
         super().__init__()
@@ -73,7 +99,7 @@ class Cnn(nn.Module):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "resnet"])
     p.add_argument("-b", "--global-batch", type=int, default=256)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-steps", type=int, default=0)
@@ -92,7 +118,7 @@ def main():
     speeds = [float(s) for s in a.speeds.split(",")] if a.speeds else [1.0] * n
     assert len(speeds) == n, "--speeds needs one value per worker"
     torch.manual_seed(a.seed)
-    model = nn.parallel.DistributedDataParallel(Mlp() if a.model == "mlp" else Cnn())
+    model = nn.parallel.DistributedDataParallel({"mlp": Mlp, "cnn": Cnn, "resnet": ResNet}[a.model]())
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     xtr, ytr = load("train")
     xte, yte = load("t10k")

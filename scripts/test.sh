@@ -6,3 +6,5 @@ scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETRAIN_BUILD_TESTS=ON >/dev/null
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
+# The fuzz targets, a bounded time each (HETRAIN_FUZZ_SECONDS, default 60).
+scripts/fuzz.sh "${HETRAIN_FUZZ_SECONDS:-60}"

@@ -47,17 +47,13 @@ std::string fmt_join(const std::vector<std::string>& args) {
   return out;
 }
 
-// Starts one worker of the allreduce benchmark with torchrun's variables,
-// its streams redirected to files.
-pid_t spawn_worker(int rank, int n, int port, const std::vector<std::string>& args, const fs::path& out,
-                   const fs::path& err) {
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+// Spawns `hetrain ARGS` with `env` added and its streams redirected to files.
+pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err, const Env& env = {}) {
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
-  ::setenv("RANK", std::to_string(rank).c_str(), 1);
-  ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-  ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
-  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
   const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ::dup2(o, 1);
@@ -67,6 +63,15 @@ pid_t spawn_worker(int rank, int n, int port, const std::vector<std::string>& ar
   argv.push_back(nullptr);
   ::execv(HETRAIN_BINARY, argv.data());
   ::_exit(127);
+}
+
+// Starts rank `rank` of `n` with torchrun's variables, as another launcher would.
+pid_t spawn_worker(int rank, int n, int port, const std::vector<std::string>& args, const fs::path& out,
+                   const fs::path& err) {
+  const std::string r = std::to_string(rank);
+  return spawn(args, out, err,
+               {{"RANK", r}, {"LOCAL_RANK", r}, {"WORLD_SIZE", std::to_string(n)}, {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", std::to_string(port)}});
 }
 
 // Waits for `pid` until `deadline`; kills it and returns -1 if it is still running then.
@@ -125,21 +130,6 @@ TEST_F(Cli, APeerDyingInTheMiddleOfARingAllreduceFailsTheOthersCleanly) {
     named += err;
   }
   EXPECT_NE(named.find("rank 1"), std::string::npos) << named;
-}
-
-// Spawns `hetrain ARGS` with its streams redirected to files (no torchrun variables).
-pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
-  const pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ::dup2(o, 1);
-  ::dup2(e, 2);
-  std::vector<char*> argv{const_cast<char*>(HETRAIN_BINARY)};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  ::execv(HETRAIN_BINARY, argv.data());
-  ::_exit(127);
 }
 
 // The child of `launcher` whose environment says RANK=rank (0 if none yet).
@@ -285,6 +275,31 @@ TEST_F(Cli, WorkersWithDifferentConfigurationsStopAtTheStart) {
     EXPECT_EQ(code, 2) << err;
     EXPECT_EQ(lines(err), 1u) << err;
     EXPECT_NE(err.find("different configuration"), std::string::npos) << err;
+  }
+}
+
+// A peer dying while buckets are being reduced during backward (overlap, 8
+// buckets of the mlp): the training threads of the others get the failure
+// at the optimizer step as a one-line communication error, not a hang.
+TEST_F(Cli, ABucketAllreduceThatFailsSurfacesAsAnErrorNotAHang) {
+  const int n = 3, port = free_port();
+  const std::vector<std::string> args =
+      with(with({"worker"}, kQuick), {"--model", "mlp", "--bucket-mb", "0.1", "--sample-cost-ms", "2",
+                                      "--epochs", "50", "--timeout", std::to_string(kTimeoutSeconds),
+                                      "--sample-log", (dir_ / "log").string()});
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) pids.push_back(spawn_worker(r, n, port, args, dir_ / fmt_name("out", r), dir_ / fmt_name("err", r)));
+  const auto deadline = Clock::now() + kStartDeadline;
+  while (read_sample_logs(dir_, "log").size() < 5 && Clock::now() < deadline) std::this_thread::sleep_for(kPoll);
+  ::kill(pids[2], SIGKILL);
+  const auto killed_at = Clock::now();
+  ::waitpid(pids[2], nullptr, 0);
+  for (int r : {0, 1}) {
+    const int code = wait_until(pids[static_cast<std::size_t>(r)],
+                                killed_at + std::chrono::seconds(kTimeoutSeconds) + kGrace);
+    const std::string err = slurp(dir_ / fmt_name("err", r));
+    EXPECT_EQ(code, 4) << "rank " << r << ": " << err;
+    EXPECT_EQ(lines(err), 1u) << "rank " << r << ": " << err;
   }
 }
 

@@ -40,9 +40,11 @@ struct AdaptiveConfig {
   // the noise band above already scales with 1/sqrt(samples), so a gross
   // imbalance (a 4x slower worker) moves the split within a few steps while
   // a small, uncertain gain waits for more samples.
-  std::size_t min_samples = 3;
-  // Steps ignored at the start: the first pays for lazy initialisation.
-  std::size_t warmup_steps = 1;
+  std::size_t min_samples = 2;
+  // Steps ignored at the start. 0: the first step pays for lazy
+  // initialisation, but on every worker alike, and the medians of the cost
+  // model shrug it off; a 4x slower worker is then rebalanced after 2 steps.
+  std::size_t warmup_steps = 0;
 };
 
 class AdaptivePolicy final : public Policy {

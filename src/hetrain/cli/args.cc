@@ -47,7 +47,7 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option_function<std::string>(
       "--slowdown", [&o](const std::string& v) { o.slowdowns = train::parse_slowdowns(v); },
       "Change emulated speeds mid-run: RANK@STEP:SPEED,... (e.g. 2@200:0.25; SPEED in (0,1])");
-  app.add_option("--model", o.model, "Model: mlp | cnn")->capture_default_str();
+  app.add_option("--model", o.model, "Model: mlp | cnn | resnet")->capture_default_str();
   app.add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
   app.add_option("-b,--global-batch", o.global_batch, "Global batch B, fixed whatever the split")
       ->capture_default_str();
@@ -88,6 +88,8 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--bucket-mb", o.bucket_mb, "Gradients are reduced in calls of at most this many MiB")
       ->capture_default_str();
+  app.add_flag("!--no-overlap", o.overlap,
+               "Reduce the gradients after backward instead of bucket by bucket during it");
   app.add_option("--metrics", o.metrics_path, "Write the run's metrics JSON here (rank 0)");
   app.add_option("--threads", o.threads, "Torch threads per worker (0: cores / local workers)");
   app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")

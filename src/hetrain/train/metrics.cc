@@ -56,13 +56,14 @@ std::string to_json(const RunMetrics& m) {
 
   const auto n = static_cast<std::size_t>(m.world_size);
   std::vector<std::size_t> samples(n, 0);
-  std::vector<double> compute(n, 0.0), wait(n, 0.0);
+  std::vector<double> compute(n, 0.0), wait(n, 0.0), hidden(n, 0.0);
   json allocation = json::array(), step_compute = json::array(), step_wait = json::array();
   for (const auto& s : m.steps) {
     for (std::size_t i = 0; i < n && i < s.local_batch.size(); ++i) {
       samples[i] += s.local_batch[i];
       compute[i] += s.compute_seconds[i];
       wait[i] += s.wait_seconds[i];
+      if (i < s.hidden_seconds.size()) hidden[i] += s.hidden_seconds[i];
     }
     allocation.push_back(s.local_batch);
     step_compute.push_back(s.compute_seconds);
@@ -71,7 +72,8 @@ std::string to_json(const RunMetrics& m) {
   json workers = json::array();
   for (std::size_t i = 0; i < n; ++i) {
     workers.push_back(
-        {{"rank", i}, {"samples", samples[i]}, {"compute_seconds", compute[i]}, {"wait_seconds", wait[i]}});
+        {{"rank", i}, {"samples", samples[i]}, {"compute_seconds", compute[i]}, {"wait_seconds", wait[i]},
+         {"hidden_comm_seconds", hidden[i]}});
   }
   doc["workers"] = std::move(workers);
   // Per step, index = rank: the split, the compute and the wait.

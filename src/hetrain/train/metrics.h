@@ -13,7 +13,8 @@ struct StepRecord {
   std::size_t epoch = 0;
   std::vector<std::size_t> local_batch;  // b_i
   std::vector<double> compute_seconds;   // forward+backward (+ emulated slowdown)
-  std::vector<double> wait_seconds;      // blocked in the gradient allreduce
+  std::vector<double> wait_seconds;      // blocked in the gradient allreduce after compute (exposed)
+  std::vector<double> hidden_seconds;    // allreduce time hidden behind backward (overlap)
 };
 
 struct EpochRecord {

@@ -16,6 +16,8 @@ constexpr std::int64_t kConv2Channels = 32;
 constexpr std::int64_t kConvKernel = 3;
 constexpr std::int64_t kConvPadding = 1;  // "same" convolutions: the pools halve the size
 constexpr std::int64_t kCnnHidden = 256;
+constexpr std::int64_t kResWidths[] = {32, 64, 128};  // channels of the three residual stages
+constexpr std::int64_t kResHidden = 512;              // the fully connected layer before the classifier
 
 class Mlp final : public Model {
  public:
@@ -53,6 +55,60 @@ class Cnn final : public Model {
   torch::nn::Linear fc1_, fc2_;
 };
 
+torch::nn::Conv2d conv3x3(std::int64_t in, std::int64_t out, std::int64_t stride) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kConvKernel).stride(stride).padding(kConvPadding));
+}
+
+// Two 3x3 convolutions and a shortcut (identity, or a strided 1x1 when the
+// shape changes). No normalisation: per-worker batch statistics would break
+// the N-worker == 1-worker equivalence, and one block per stage trains without.
+class BasicBlock final : public torch::nn::Module {
+ public:
+  BasicBlock(std::int64_t in, std::int64_t out, std::int64_t stride)
+      : conv1_(register_module("conv1", conv3x3(in, out, stride))),
+        conv2_(register_module("conv2", conv3x3(out, out, 1))) {
+    if (stride != 1 || in != out) {
+      shortcut_ = register_module(
+          "shortcut", torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(stride)));
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto y = conv2_(torch::relu(conv1_(x)));
+    return torch::relu(y + (shortcut_ ? shortcut_(x) : x));
+  }
+
+ private:
+  torch::nn::Conv2d conv1_, conv2_;
+  torch::nn::Conv2d shortcut_{nullptr};
+};
+
+// A CIFAR-style residual network for overlap benchmarks: a 3x3 stem, three
+// stages of one basic block at 32, 64 and 128 channels (the last two halve
+// the size), then fc 512 and the classifier. 3.6M parameters for 28x28
+// inputs, most of them in fc1, whose gradient backward produces first.
+class ResNet final : public Model {
+ public:
+  ResNet(std::int64_t rows, std::int64_t cols, std::int64_t classes)
+      : stem_(register_module("stem", conv3x3(1, kResWidths[0], 1))),
+        block1_(register_module("block1", std::make_shared<BasicBlock>(kResWidths[0], kResWidths[0], 1))),
+        block2_(register_module("block2", std::make_shared<BasicBlock>(kResWidths[0], kResWidths[1], 2))),
+        block3_(register_module("block3", std::make_shared<BasicBlock>(kResWidths[1], kResWidths[2], 2))),
+        fc1_(register_module("fc1", torch::nn::Linear(kResWidths[2] * side(rows) * side(cols), kResHidden))),
+        fc2_(register_module("fc2", torch::nn::Linear(kResHidden, classes))) {}
+  torch::Tensor forward(torch::Tensor x) override {
+    x = torch::relu(stem_(x));
+    x = block3_->forward(block2_->forward(block1_->forward(x)));
+    return fc2_(torch::relu(fc1_(x.flatten(1))));
+  }
+  // Spatial size after the two strided stages (3x3, padding 1, stride 2).
+  static std::int64_t side(std::int64_t s) { return (((s + 1) / 2) + 1) / 2; }
+
+ private:
+  torch::nn::Conv2d stem_;
+  std::shared_ptr<BasicBlock> block1_, block2_, block3_;
+  torch::nn::Linear fc1_, fc2_;
+};
+
 // torch's default init for Linear and Conv (kaiming-uniform with a = sqrt(5))
 // amounts to U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases alike.
 void init_parameters(torch::nn::Module& m, std::uint64_t seed) {
@@ -81,8 +137,10 @@ std::shared_ptr<Model> make_model(const std::string& name, std::int64_t rows, st
       throw UsageError(fmt::format("model cnn needs images of at least 4x4, got {}x{}", rows, cols));
     }
     m = std::make_shared<Cnn>(rows, cols, classes);
+  } else if (name == "resnet") {
+    m = std::make_shared<ResNet>(rows, cols, classes);
   } else {
-    throw UsageError(fmt::format("unknown model '{}' (expected mlp or cnn)", name));
+    throw UsageError(fmt::format("unknown model '{}' (expected mlp, cnn or resnet)", name));
   }
   init_parameters(*m, seed);
   return m;

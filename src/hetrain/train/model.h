@@ -17,7 +17,7 @@ class Model : public torch::nn::Module {
   virtual torch::Tensor forward(torch::Tensor x) = 0;
 };
 
-// Builds `name` (mlp | cnn) for rows x cols inputs and `classes` outputs,
+// Builds `name` (mlp | cnn | resnet) for rows x cols inputs and `classes` outputs,
 // with parameters drawn from a private generator seeded by `seed`, so every
 // worker (and every thread in a test) builds the very same model without
 // touching torch's global random state.

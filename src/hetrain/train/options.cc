@@ -24,8 +24,8 @@ void validate(const TrainOptions& o, int world_size) {
     throw UsageError(fmt::format("world size must be in [1, {}], got {}", comm::kMaxWorkers, world_size));
   }
   const auto n = static_cast<std::size_t>(world_size);
-  if (o.model != "mlp" && o.model != "cnn") {
-    throw UsageError(fmt::format("unknown model '{}' (expected mlp or cnn)", o.model));
+  if (o.model != "mlp" && o.model != "cnn" && o.model != "resnet") {
+    throw UsageError(fmt::format("unknown model '{}' (expected mlp, cnn or resnet)", o.model));
   }
   if (o.optimizer != "adam" && o.optimizer != "sgd") {
     throw UsageError(fmt::format("unknown optimizer '{}' (expected adam or sgd)", o.optimizer));
@@ -115,7 +115,7 @@ std::uint32_t config_checksum(const TrainOptions& o) {
       fmt::join(o.shares, ","), o.profile_steps, o.min_local_batch, o.max_local_batch, fmt::join(o.speeds, ","),
       o.sample_cost_ms, o.allreduce, o.bucket_mb, o.checkpoint_every);
   for (const auto& c : o.slowdowns) text += fmt::format("|{}@{}:{}", c.rank, c.step, c.speed);
-  text += "|" + o.checkpoint_dir + "|" + o.resume_dir;
+  text += "|" + o.checkpoint_dir + "|" + o.resume_dir + (o.overlap ? "|overlap" : "|no-overlap");
   return static_cast<std::uint32_t>(
       ::crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
 }

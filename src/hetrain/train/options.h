@@ -14,11 +14,14 @@ inline constexpr std::size_t kDefaultGlobalBatch = 64;       // samples per step
 inline constexpr double kDefaultTimeoutSeconds = 120.0;      // rendezvous and collectives
 inline constexpr std::size_t kDefaultSyntheticTrain = 6000;  // samples
 inline constexpr std::size_t kDefaultSyntheticTest = 1000;   // samples
-inline constexpr double kDefaultBucketMb = 25.0;  // MiB per allreduce call, as PyTorch DDP's default
+// MiB per allreduce call. Smaller than DDP's 25 MiB (tuned for NCCL): over Gloo
+// on CPUs, 2 MiB buckets let the reduction of the last layers start early in
+// backward (resnet, 4 workers: 8.3 s with 2 MiB vs 11.6 s with one bucket).
+inline constexpr double kDefaultBucketMb = 2.0;
 
 struct TrainOptions {
   // Model and optimisation.
-  std::string model = "cnn";           // mlp | cnn
+  std::string model = "cnn";           // mlp | cnn | resnet
   std::string optimizer = "adam";      // adam | sgd
   double lr = 0.0;                     // 0 = the optimizer's default
   double momentum = 0.9;               // sgd only
@@ -59,6 +62,7 @@ struct TrainOptions {
   // Running.
   std::string allreduce = "auto";  // auto | gloo | ring | halving-doubling: the gradient allreduce
   double bucket_mb = kDefaultBucketMb;  // gradients are reduced in calls of at most this size
+  bool overlap = true;  // reduce each bucket as soon as backward has produced it (train/reducer.h)
   std::string metrics_path;
   int threads = 0;  // torch intra-op threads; 0 = cores / local workers
   double timeout_seconds = kDefaultTimeoutSeconds;

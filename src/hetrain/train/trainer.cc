@@ -14,6 +14,7 @@
 #include "hetrain/data/synthetic.h"
 #include "hetrain/train/checkpoint.h"
 #include "hetrain/train/model.h"
+#include "hetrain/train/reducer.h"
 
 namespace hetrain::train {
 namespace {
@@ -64,17 +65,6 @@ torch::Tensor normalise(const torch::Tensor& u8) {
   return (u8.to(torch::kFloat32).div(kPixelMax) - kPixelMean) / kPixelStd;
 }
 
-// Points every parameter's .grad at a slice of one flat buffer, so backward
-// accumulates straight into what the allreduce sends.
-void bind_gradients(Model& model, std::vector<float>& buffer) {
-  auto flat = torch::from_blob(buffer.data(), {static_cast<std::int64_t>(buffer.size())}, torch::kFloat32);
-  std::int64_t offset = 0;
-  for (auto& p : model.parameters()) {
-    p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p);
-    offset += p.numel();
-  }
-}
-
 std::vector<float> flatten_parameters(Model& model) {
   std::vector<float> out;
   for (auto& p : model.parameters()) {
@@ -122,16 +112,17 @@ double evaluate(Model& model, const Tensors& test, comm::Group& group) {
 // allreduce where each rank fills only its own slots.
 void gather_steps(comm::Group& group, std::size_t epoch, const std::vector<std::size_t>& batch_of_rank,
                   const std::vector<double>& compute_of_rank, const std::vector<double>& wait_of_rank,
-                  std::vector<StepRecord>& out) {
+                  const std::vector<double>& hidden_of_rank, std::vector<StepRecord>& out) {
   const auto n = static_cast<std::size_t>(group.size());
   const auto r = static_cast<std::size_t>(group.rank());
   const std::size_t steps = batch_of_rank.size();
-  constexpr std::size_t kFields = 3;
+  constexpr std::size_t kFields = 4;
   std::vector<double> buf(steps * n * kFields, 0.0);
   for (std::size_t s = 0; s < steps; ++s) {
     buf[(s * kFields + 0) * n + r] = static_cast<double>(batch_of_rank[s]);
     buf[(s * kFields + 1) * n + r] = compute_of_rank[s];
     buf[(s * kFields + 2) * n + r] = wait_of_rank[s];
+    buf[(s * kFields + 3) * n + r] = hidden_of_rank[s];
   }
   group.allreduce_sum(std::span<double>(buf));
   for (std::size_t s = 0; s < steps; ++s) {
@@ -141,6 +132,7 @@ void gather_steps(comm::Group& group, std::size_t epoch, const std::vector<std::
       rec.local_batch.push_back(static_cast<std::size_t>(buf[(s * kFields + 0) * n + i] + 0.5));
       rec.compute_seconds.push_back(buf[(s * kFields + 1) * n + i]);
       rec.wait_seconds.push_back(buf[(s * kFields + 2) * n + i]);
+      rec.hidden_seconds.push_back(buf[(s * kFields + 3) * n + i]);
     }
     out.push_back(std::move(rec));
   }
@@ -205,7 +197,6 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   for (auto& p : model->parameters()) num_params += static_cast<std::size_t>(p.numel());
   // [gradients | compute seconds per rank | scaled loss per rank | split fingerprint]
   std::vector<float> buffer(num_params + kTelemetrySlots * n, 0.0f);
-  bind_gradients(*model, buffer);
   auto optimizer = make_optimizer(o, *model);
   CheckpointMeta cursor;  // where this run starts, and what its checkpoints are checked against
   cursor.model = o.model;
@@ -214,8 +205,8 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   cursor.global_batch = B;
   cursor.train_samples = data.train.size();
   if (!o.resume_dir.empty()) cursor = load_checkpoint(o.resume_dir, cursor, *model, *optimizer);
-  const comm::Algorithm algorithm = comm::parse_algorithm(o.allreduce);
-  const std::size_t bucket = bucket_elements(o);
+  GradientReducer reducer(*model, std::span<float>(buffer), num_params, group, comm::parse_algorithm(o.allreduce),
+                          bucket_elements(o), o.overlap);
 
   alloc::PolicyConfig pc;
   pc.name = o.policy;
@@ -275,7 +266,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     const auto perm_vec = data::epoch_permutation(train_n, o.seed, epoch);
     const auto perm = torch::tensor(std::vector<std::int64_t>(perm_vec.begin(), perm_vec.end()));
     std::vector<std::size_t> my_batch;
-    std::vector<double> my_compute, my_wait;
+    std::vector<double> my_compute, my_wait, my_hidden;
     double loss_sum = 0.0;
     std::size_t epoch_steps = 0;
     const std::size_t first_step = epoch == cursor.epoch ? cursor.step : 0;
@@ -296,6 +287,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       }
 
       std::fill(buffer.begin(), buffer.end(), 0.0f);
+      reducer.begin_step();
       const auto t0 = Clock::now();
       double scaled_loss = 0.0;
       if (slice.count > 0) {
@@ -326,7 +318,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       buffer[num_params + kFingerprintSlot * n] = fingerprint;
       const auto t1 = Clock::now();
       // Telemetry rides in the last bucket, after the gradients.
-      comm::allreduce(group, {std::span<float>(buffer), algorithm, bucket});
+      const ReduceTimes reduced = reducer.finish();
       const double wait = seconds_since(t1);
       // Every rank must have cut the batch the same way, or samples would be
       // skipped or used twice: the fingerprints summed must be N of ours.
@@ -348,6 +340,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       my_batch.push_back(slice.count);
       my_compute.push_back(compute);
       my_wait.push_back(wait);
+      my_hidden.push_back(reduced.hidden_seconds);
       ++epoch_steps;
       ++total_steps;
       next_step = step + 1;
@@ -356,7 +349,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       }
     }
     const double train_seconds = seconds_since(epoch_start);
-    gather_steps(group, epoch, my_batch, my_compute, my_wait, m.steps);
+    gather_steps(group, epoch, my_batch, my_compute, my_wait, my_hidden, m.steps);
     EpochRecord rec;
     rec.train_seconds = train_seconds;
     rec.epoch = epoch + 1;

@@ -1,7 +1,11 @@
 #include "hetrain/comm/gloo/gloo_group.h"
 
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -143,7 +147,32 @@ std::shared_ptr<::gloo::transport::Device> make_device(const std::string& master
 
 }  // namespace
 
+namespace {
+
+// The store's server port must be free. c10d would find out too, but in
+// several log lines and one long message; say it in one line first.
+void check_port_free(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return;  // c10d will report whatever is wrong
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));  // as c10d does
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  a.sin_port = htons(port);
+  const bool in_use = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 && errno == EADDRINUSE;
+  ::close(fd);
+  if (in_use) {
+    throw CommError(fmt::format("port {} is already in use on this machine (choose another with --master-port "
+                                "or MASTER_PORT)",
+                                port));
+  }
+}
+
+}  // namespace
+
 Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout) {
+  if (w.rank == 0) check_port_free(w.master_port);
   c10d::TCPStoreOptions opts;
   opts.port = w.master_port;
   opts.isServer = w.rank == 0;

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Overlap benchmark: hetrain against PyTorch DDP with all workers equal (issue 8).
+
+For each model (mlp, cnn, resnet), 4 local workers, the same global batch B cut
+into 4 equal slices, Fashion-MNIST, --steps steps, each configuration run
+--reps times in interleaved order:
+
+  hetrain       equal split, gradients reduced bucket by bucket during backward (default)
+  no-overlap    hetrain --no-overlap: one reduction after backward
+  ddp           bench/ddp_peer.py: PyTorch 1.13 DistributedDataParallel, Gloo, the same model
+
+and prints one table of medians of the training time (train_seconds, evaluation
+excluded), with hetrain's ratio to DDP and to --no-overlap. Usage:
+
+  python3 bench/overlap_bench.py [--reps 3] [--steps 60] [-b 64] [--models mlp,cnn,resnet]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HETRAIN = os.path.join(ROOT, "build", "hetrain")
+LAUNCH = os.path.join(ROOT, "bench", "launch_local.sh")
+PEER = os.path.join(ROOT, "bench", "ddp_peer.py")
+WORKERS = 4
+
+
+def run(cmd, port, out):
+    subprocess.run([LAUNCH, str(WORKERS), str(port)] + cmd + ["--metrics", out], check=True,
+                   stdout=subprocess.DEVNULL, timeout=3600)
+    with open(out) as f:
+        d = json.load(f)
+    return d, sum(e["train_seconds"] for e in d["epochs"])
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("-b", "--global-batch", type=int, default=64)
+    p.add_argument("--models", default="mlp,cnn,resnet")
+    a = p.parse_args()
+    models = a.models.split(",")
+    configs = ["hetrain", "no-overlap", "ddp"]
+    secs, hidden = {}, {}
+    port = 29800
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(a.reps):
+            for model in models:
+                common = ["--model", model, "-b", str(a.global_batch), "--max-steps", str(a.steps), "--lr", "2e-3"]
+                for c in configs:
+                    port += 1
+                    out = os.path.join(tmp, f"{model}-{c}-{rep}.json")
+                    if c == "ddp":
+                        cmd = ["/usr/bin/python3", PEER] + common
+                    else:
+                        cmd = [HETRAIN, "worker", "-q", "--policy", "equal", "--lr-schedule", "constant"] + common
+                        if c == "no-overlap":
+                            cmd.append("--no-overlap")
+                    d, t = run(cmd, port, out)
+                    secs.setdefault((model, c), []).append(t)
+                    if c == "hetrain":
+                        hidden.setdefault(model, []).append(
+                            statistics.median(w["hidden_comm_seconds"] for w in d["workers"]))
+                    print(f"rep {rep} {model:7s} {c:10s} {t:7.2f} s", file=sys.stderr, flush=True)
+    print(f"\n{WORKERS} workers, all equal, B={a.global_batch}, {a.steps} steps, medians of {a.reps} runs\n")
+    print("| model | hetrain (s) | --no-overlap (s) | DDP (s) | hetrain / DDP | hetrain / no-overlap "
+          "| comm hidden by overlap (s) |")
+    print("|---|---|---|---|---|---|---|")
+    for model in models:
+        h, n, d = (statistics.median(secs[(model, c)]) for c in configs)
+        print(f"| {model} | {h:.2f} | {n:.2f} | {d:.2f} | {h / d:.2f} | {h / n:.2f} "
+              f"| {statistics.median(hidden[model]):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
