@@ -8,6 +8,7 @@ packages=(
   libtorch-dev libgloo-dev dataset-fashion-mnist zlib1g-dev
   libopenblas0-openmp  # an optimised BLAS for libtorch; the default is the slow reference one
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
+  libtomlplusplus-dev  # the simulator's cluster files (hetrain sim, hetrain plan)
   iproute2 bc  # the network-namespace test (tests/cli/netns_test.sh)
   clang libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh
 )

@@ -3,8 +3,8 @@
 // (samples per second). Plain C++: the trainer and the simulator share it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -23,6 +23,55 @@ struct CostModelConfig {
 struct Sample {
   double batch = 0.0;    // samples computed
   double seconds = 0.0;  // compute-only seconds
+};
+
+// The last samples, oldest first, in one block that is never freed: dropping
+// the oldest only advances a start index, and the block is compacted once
+// every `keep` drops, so a step moves little memory (the simulator keeps 10^4
+// of these and touches every one every step). It also keeps the window's
+// times in ascending order, updated per sample instead of sorted per fit.
+class SampleWindow {
+ public:
+  const Sample* begin() const { return buf_.data() + first_; }
+  const Sample* end() const { return buf_.data() + buf_.size(); }
+  std::size_t size() const { return buf_.size() - first_; }
+  const Sample& operator[](std::size_t i) const { return buf_[first_ + i]; }
+  const Sample& front() const { return buf_[first_]; }
+  const std::vector<double>& sorted_seconds() const { return sorted_; }
+  // Room for windows of up to `keep` samples without reallocating (called
+  // once per model, so 10^4 models' blocks are laid out in rank order).
+  void reserve(std::size_t keep) {
+    buf_.reserve(2 * keep + 1);
+    sorted_.reserve(keep + 1);
+  }
+  // True when every sample of the window has the same batch.
+  bool one_batch() const { return run_ == size(); }
+  void push_back(Sample s) {
+    run_ = size() > 0 && buf_.back().batch == s.batch ? run_ + 1 : 1;
+    buf_.push_back(s);
+    sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), s.seconds), s.seconds);
+  }
+  // Keeps the newest `keep` samples.
+  void keep_last(std::size_t keep) {
+    if (size() <= keep) return;
+    const std::size_t new_first = buf_.size() - keep;
+    for (std::size_t i = first_; i < new_first; ++i) {
+      sorted_.erase(std::lower_bound(sorted_.begin(), sorted_.end(), buf_[i].seconds));
+    }
+    first_ = new_first;
+    run_ = std::min(run_, keep);
+    if (first_ >= keep) {
+      buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(first_));
+      first_ = 0;
+    }
+  }
+  void clear() { buf_.clear(), sorted_.clear(), first_ = 0, run_ = 0; }
+
+ private:
+  std::vector<Sample> buf_;
+  std::vector<double> sorted_;  // the window's seconds, ascending
+  std::size_t first_ = 0;
+  std::size_t run_ = 0;  // the newest samples that share the newest one's batch
 };
 
 // Terms: the window holds the last `window` (b, t) samples. The overhead a
@@ -53,18 +102,21 @@ class CostModel {
   double predict(double batch) const { return overhead_ + batch * seconds_per_sample_.value(); }
   // How far the window's samples scatter around the fit: the median of
   // |t - predicted| / predicted (0 when unfitted).
-  double relative_scatter() const;
+  double relative_scatter() const { return scatter_; }
   std::size_t samples() const { return window_.size(); }
   // Starts from a known speed (a saved state, a profile), no overhead.
   void seed(double samples_per_second, double overhead_seconds = 0.0);
 
  private:
   void refit();
+  void refit_one_batch();
   CostModelConfig config_;
-  std::deque<Sample> window_;
+  SampleWindow window_;
   std::vector<double> surprise_ratios_;  // measured / predicted, of the current run
   double overhead_ = 0.0;
   std::optional<double> seconds_per_sample_;
+  double scatter_ = 0.0;                  // relative_scatter() of the current fit and window
+  std::vector<double> slopes_, scratch_;  // refit's working space (no allocation per step)
 };
 
 }  // namespace hetrain::alloc

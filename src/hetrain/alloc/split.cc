@@ -83,11 +83,13 @@ std::vector<std::size_t> split_proportional(std::span<const double> weights, std
     out[i] = std::clamp(static_cast<std::size_t>(std::floor(part[i])), bounds.min_local, bounds.max_local);
     assigned += out[i];
   }
+  // The fractional parts, computed once (not in every comparison).
+  std::vector<double> remainder(n);
+  for (std::size_t i = 0; i < n; ++i) remainder[i] = part[i] - std::floor(part[i]);
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return part[a] - std::floor(part[a]) > part[b] - std::floor(part[b]);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return remainder[a] > remainder[b]; });
   // Hand out (or take back) single units; the feasibility check guarantees
   // this terminates within bounds.
   while (assigned < total) {

@@ -12,6 +12,7 @@
 
 #include "hetrain/cli/bench.h"
 #include "hetrain/cli/launcher.h"
+#include "hetrain/cli/sim_cmd.h"
 #include "hetrain/comm/allreduce.h"
 #include "hetrain/comm/env.h"
 #include "hetrain/comm/gloo/gloo_group.h"
@@ -200,6 +201,9 @@ int dispatch(int argc, char** argv) {
   bench_allreduce->add_flag("--as-worker", bench_as_worker, "(internal: one process of the benchmark)")
       ->group("");
 
+  SimCommands sim_cmds;
+  add_sim_commands(app, sim_cmds);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -212,6 +216,7 @@ int dispatch(int argc, char** argv) {
     throw UsageError(std::string(e.what()) + " (see hetrain --help)");
   }
 
+  if (auto rc = run_sim_commands(sim_cmds)) return *rc;
   if (bench_allreduce->parsed()) {
     for (const auto& size : bench_opts.sizes) parse_bytes(size);  // fail before starting processes
     for (const auto& a : bench_opts.algorithms) comm::parse_algorithm(a);

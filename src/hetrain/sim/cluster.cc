@@ -1,0 +1,105 @@
+#include "hetrain/sim/cluster.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "hetrain/sim/toml_fields.h"
+
+namespace hetrain::sim {
+namespace {
+
+WorkerGroup read_group(const Fields& f) {
+  f.only({"name", "count", "speed", "sample_cost", "overhead", "noise", "max_local_batch", "price_per_hour"});
+  WorkerGroup g;
+  g.name = f.text("name", std::nullopt);
+  g.count = f.count("count", 1);
+  if (f.has("speed") == f.has("sample_cost")) {
+    f.fail(f.has("speed") ? "sample_cost" : "speed",
+           "give exactly one of speed (samples/s) and sample_cost (seconds per sample)");
+  }
+  g.speed = f.has("speed") ? f.number("speed", std::nullopt) : 1.0 / f.number("sample_cost", std::nullopt);
+  g.overhead = f.number("overhead", 0.0, true);
+  g.noise = f.number("noise", 0.0, true);
+  g.max_local_batch = f.count("max_local_batch", 0);
+  g.price_per_hour = f.number("price_per_hour", 0.0, true);
+  return g;
+}
+
+Network read_network(const Fields& f) {
+  f.only({"bandwidth", "latency", "workers_per_node", "intra_bandwidth", "intra_latency", "bucket_bytes"});
+  Network n;
+  n.bandwidth = f.number("bandwidth", kDefaultBandwidth);
+  n.latency = f.number("latency", kDefaultLatency, true);
+  n.workers_per_node = f.count("workers_per_node", 0);
+  n.intra_bandwidth = f.number("intra_bandwidth", n.bandwidth);
+  n.intra_latency = f.number("intra_latency", n.latency, true);
+  n.bucket_bytes = f.count("bucket_bytes", 0);
+  return n;
+}
+
+Event read_event(const Fields& f, const std::vector<WorkerGroup>& groups) {
+  f.only({"step", "kind", "group", "speed", "count"});
+  Event e;
+  e.step = f.count("step", std::nullopt);
+  const std::string kind = f.text("kind", std::nullopt);
+  const std::string group = f.text("group", std::nullopt);
+  const auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == group; });
+  if (it == groups.end()) f.fail("group", fmt::format("no worker group named '{}'", group));
+  e.group = static_cast<std::size_t>(it - groups.begin());
+  if (kind == "speed") {
+    e.kind = EventKind::kSpeed;
+    e.speed = f.number("speed", std::nullopt);
+  } else if (kind == "join" || kind == "leave") {
+    e.kind = kind == "join" ? EventKind::kJoin : EventKind::kLeave;
+    e.count = f.count("count", 1, 1);
+  } else {
+    f.fail("kind", fmt::format("unknown event kind '{}' (expected speed, join or leave)", kind));
+  }
+  return e;
+}
+
+}  // namespace
+
+std::size_t Cluster::workers() const {
+  std::size_t n = 0;
+  for (const auto& g : groups) n += g.count;
+  return n;
+}
+
+namespace {
+
+Cluster from_toml(const toml::table& doc, const std::string& file) {
+  const Fields root(doc, file, "");
+  root.only({"global_batch", "gradient_bytes", "step_overhead", "dataset_samples", "seed", "network", "group",
+             "event"});
+  Cluster c;
+  c.global_batch = root.count("global_batch", std::nullopt, 1);
+  c.gradient_bytes = root.number("gradient_bytes", std::nullopt, true);
+  c.step_overhead = root.number("step_overhead", 0.0, true);
+  c.dataset_samples = root.count("dataset_samples", 0);
+  c.seed = root.count("seed", 1);
+  if (auto net = root.table("network")) c.network = read_network(*net);
+  for (const auto& g : root.tables("group")) {
+    c.groups.push_back(read_group(g));
+    for (std::size_t i = 0; i + 1 < c.groups.size(); ++i) {
+      if (c.groups[i].name == c.groups.back().name) g.fail("name", "duplicate group name");
+    }
+  }
+  if (c.groups.empty()) root.fail("group", "at least one [[group]] of workers is needed");
+  if (c.workers() == 0) root.fail("group", "the groups hold no workers");
+  for (const auto& e : root.tables("event")) c.events.push_back(read_event(e, c.groups));
+  std::stable_sort(c.events.begin(), c.events.end(),
+                   [](const Event& a, const Event& b) { return a.step < b.step; });
+  return c;
+}
+
+}  // namespace
+
+Cluster parse_cluster(std::string_view text, const std::string& file) {
+  return from_toml(parse_toml(text, file), file);
+}
+
+Cluster load_cluster(const std::string& path) { return from_toml(load_toml(path), path); }
+
+}  // namespace hetrain::sim
