@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what hetrain needs from Debian's packages, only where something is missing.
-# Usage: scripts/setup.sh [--peer]   (--peer also installs python3-torch for the benchmarks)
+# Usage: scripts/setup.sh [--peer] [--test]
+#   --peer  also installs python3-torch for the benchmarks
+#   --test  also installs what only the tests need: Chromium, for the headless render test of `hetrain report`
 set -euo pipefail
 
 packages=(
@@ -9,9 +11,13 @@ packages=(
   libopenblas0-openmp  # an optimised BLAS for libtorch; the default is the slow reference one
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
 )
-if [[ "${1:-}" == "--peer" ]]; then
-  packages+=(python3-torch python3-numpy)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --peer) packages+=(python3-torch python3-numpy) ;;
+    --test) packages+=(chromium python3) ;;
+    *) echo "setup: unknown option $arg (use --peer, --test)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -12,6 +12,7 @@
 
 #include "hetrain/cli/bench.h"
 #include "hetrain/cli/launcher.h"
+#include "hetrain/cli/report_cmd.h"
 #include "hetrain/comm/allreduce.h"
 #include "hetrain/comm/env.h"
 #include "hetrain/comm/gloo/gloo_group.h"
@@ -29,6 +30,7 @@ Examples:
   hetrain run -n 4 --policy adaptive --speeds 1,1,1,0.25 --slowdown 1@300:0.5
   hetrain run -n 4 --allreduce ring --policy adaptive
   hetrain bench allreduce -n 4 --algo gloo,ring --sizes 1M,16M,256M
+  hetrain report runs/demo-equal.json runs/demo-adaptive.json -o report.html
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 hetrain worker --model mlp
   mpirun -np 4 -x MASTER_ADDR=node0 -x MASTER_PORT=29500 hetrain worker --model cnn
 )";
@@ -185,6 +187,8 @@ int dispatch(int argc, char** argv) {
   bench_allreduce->add_option("--timeout", bench_opts.timeout_seconds, "Seconds any collective may take");
   bench_allreduce->add_flag("--as-worker", bench_as_worker, "(internal: one process of the benchmark)")
       ->group("");
+  ReportOptions report_opts;
+  auto* report = add_report_command(app, report_opts);
 
   try {
     app.parse(argc, argv);
@@ -198,6 +202,7 @@ int dispatch(int argc, char** argv) {
     throw UsageError(std::string(e.what()) + " (see hetrain --help)");
   }
 
+  if (report->parsed()) return run_report(report_opts);
   if (bench_allreduce->parsed()) {
     for (const auto& size : bench_opts.sizes) parse_bytes(size);  // fail before starting processes
     for (const auto& a : bench_opts.algorithms) comm::parse_algorithm(a);
