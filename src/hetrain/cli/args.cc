@@ -90,6 +90,8 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--bucket-mb", o.bucket_mb, "Gradients are reduced in calls of at most this many MiB")
       ->capture_default_str();
   app.add_option("--metrics", o.metrics_path, "Write the run's metrics JSON here (rank 0)");
+  app.add_option("--trace", o.trace_path,
+                 "Write a per-worker timeline here (Chrome trace-event JSON: Perfetto, chrome://tracing)");
   app.add_option("--threads", o.threads, "Torch threads per worker (0: cores / local workers)");
   app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")
       ->capture_default_str();

@@ -60,6 +60,7 @@ struct TrainOptions {
   std::string allreduce = "gloo";  // gloo | ring: the gradient allreduce
   double bucket_mb = kDefaultBucketMb;  // gradients are reduced in calls of at most this size
   std::string metrics_path;
+  std::string trace_path;  // Chrome trace-event timeline, written by rank 0 (report/trace.h)
   int threads = 0;  // torch intra-op threads; 0 = cores / local workers
   double timeout_seconds = kDefaultTimeoutSeconds;
   bool quiet = false;

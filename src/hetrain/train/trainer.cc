@@ -11,6 +11,7 @@
 #include "hetrain/common/error.h"
 #include "hetrain/data/cursor.h"
 #include "hetrain/data/synthetic.h"
+#include "hetrain/report/trace.h"
 #include "hetrain/train/model.h"
 
 namespace hetrain::train {
@@ -218,7 +219,12 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   const std::size_t planned_steps =
       o.max_steps != 0 ? std::min(o.max_steps, o.epochs * steps_in_epoch) : o.epochs * steps_in_epoch;
 
+  // --trace: every rank times its steps; rank 0 writes the timeline.
+  const bool tracing = !o.trace_path.empty();
+  std::unique_ptr<report::TraceWriter> tracer;
+  if (tracing && rank == 0) tracer = std::make_unique<report::TraceWriter>(o.trace_path, group.size());
   const auto run_start = Clock::now();
+  auto since_start = [&](Clock::time_point t) { return std::chrono::duration<double>(t - run_start).count(); };
   std::size_t total_steps = 0;
   bool stop = false;
   for (std::size_t epoch = 0; epoch < o.epochs && !stop; ++epoch) {
@@ -227,6 +233,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     const auto perm = torch::tensor(std::vector<std::int64_t>(perm_vec.begin(), perm_vec.end()));
     std::vector<std::size_t> my_batch;
     std::vector<double> my_compute, my_wait;
+    std::vector<report::StepTimes> my_times;
     double loss_sum = 0.0;
     std::size_t epoch_steps = 0;
     for (std::size_t step = 0; step < steps_in_epoch; ++step) {
@@ -288,7 +295,12 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
         obs.compute_seconds.push_back(buffer[num_params + kComputeSlot * n + i]);
         loss_sum += buffer[num_params + kLossSlot * n + i];
       }
+      const auto decide_begin = Clock::now();
       policy->observe(obs);
+      if (tracing) {
+        my_times.push_back({since_start(t0), since_start(t1), since_start(t1) + wait, since_start(decide_begin),
+                            seconds_since(run_start), static_cast<double>(slice.count)});
+      }
       my_batch.push_back(slice.count);
       my_compute.push_back(compute);
       my_wait.push_back(wait);
@@ -297,6 +309,10 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     }
     const double train_seconds = seconds_since(epoch_start);
     gather_steps(group, epoch, my_batch, my_compute, my_wait, m.steps);
+    if (tracing) {
+      auto times = report::gather_step_times(group, my_times);
+      if (tracer) tracer->add_epoch(epoch + 1, total_steps - epoch_steps, std::move(times));
+    }
     EpochRecord rec;
     rec.train_seconds = train_seconds;
     rec.epoch = epoch + 1;
@@ -307,6 +323,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     if (on_epoch) on_epoch(rec, m);
   }
   m.wall_seconds = seconds_since(run_start);
+  if (tracer) tracer->close();
   result.parameters = flatten_parameters(*model);
   return result;
 }
