@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "hetrain/cli/bench.h"
+#include "hetrain/cli/config.h"
 #include "hetrain/cli/launcher.h"
 #include "hetrain/cli/report_cmd.h"
 #include "hetrain/comm/allreduce.h"
@@ -29,6 +30,7 @@ Examples:
   hetrain run -n 3 --policy static --shares 4,4,1 --data synthetic
   hetrain run -n 4 --policy adaptive --speeds 1,1,1,0.25 --slowdown 1@300:0.5
   hetrain run -n 4 --allreduce ring --policy adaptive
+  hetrain run --config run.toml --epochs 5         # flags from a TOML file; --epochs overrides it
   hetrain bench allreduce -n 4 --algo gloo,ring --sizes 1M,16M,256M
   hetrain report runs/demo-equal.json runs/demo-adaptive.json -o report.html
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 hetrain worker --model mlp
@@ -171,6 +173,7 @@ int dispatch(int argc, char** argv) {
                          "OMPI_COMM_WORLD_RANK/SIZE (mpirun) or SLURM_PROCID/NTASKS (srun)");
   add_launch_options(*worker, worker_launch);
   add_train_options(*worker, worker_opts);
+  add_config_file(app, {run, worker});
 
   auto* bench = app.add_subcommand("bench", "Measure the communication layer");
   auto* bench_allreduce = bench->add_subcommand(
