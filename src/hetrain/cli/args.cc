@@ -97,7 +97,12 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--threads", o.threads, "Torch threads per worker (0: cores / local workers)");
   app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")
       ->capture_default_str();
-  app.add_flag("-q,--quiet", o.quiet, "Print nothing but errors");
+  app.add_flag("-q,--quiet", o.quiet, "Print nothing but errors (as --log-level error)");
+  app.add_option("--log-level", o.log_level,
+                 "error | warn | info (progress: a bar on a terminal, a line every 10 s otherwise) | "
+                 "debug (a line every step)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
 }
 
 int default_threads(int local_workers) {
@@ -118,7 +123,13 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   const auto data = train::load_data(o);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));
   comm::Group group = comm::connect_gloo(world, timeout);
-  const bool talk = group.rank() == 0 && !o.quiet;
+  const auto level = o.quiet ? report::LogLevel::kError : report::parse_log_level(o.log_level);
+  const bool talk = group.rank() == 0 && level >= report::LogLevel::kInfo;
+  report::Progress progress(std::cout, ::isatty(STDOUT_FILENO) != 0, level);
+  const auto start = std::chrono::steady_clock::now();
+  auto on_step = [&](const report::StepProgress& p) {
+    if (talk) progress.step(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
   if (talk) {
     fmt::print("hetrain: {} workers ({}), model {}, policy {}, B={}, {} training samples\n", group.size(),
                world.source == "none" ? "single process" : world.source, o.model, o.policy, o.global_batch,
@@ -127,11 +138,12 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   }
   auto on_epoch = [&](const train::EpochRecord& e, const train::RunMetrics& m) {
     if (!talk) return;
+    progress.break_line();
     fmt::print("epoch {}/{}  loss {:.4f}  test accuracy {:.4f}  {:.1f} s  balance {:.3f}\n", e.epoch,
                o.epochs, e.train_loss, e.test_accuracy, e.seconds, train::balance_efficiency(m.steps));
     std::fflush(stdout);
   };
-  const auto result = train::train(o, data, group, on_epoch);
+  const auto result = train::train(o, data, group, on_epoch, on_step);
   if (group.rank() == 0) {
     if (!o.metrics_path.empty()) train::write_file_atomic(o.metrics_path, train::to_json(result.metrics));
     if (talk) {

@@ -64,6 +64,7 @@ struct TrainOptions {
   int threads = 0;  // torch intra-op threads; 0 = cores / local workers
   double timeout_seconds = kDefaultTimeoutSeconds;
   bool quiet = false;
+  std::string log_level = "info";  // error | warn | info | debug (--quiet: error)
 };
 
 // Throws UsageError naming the first problem found, for a world of

@@ -162,7 +162,7 @@ void set_compute_threads(int threads) {
 }
 
 TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
-                  const EpochCallback& on_epoch) {
+                  const EpochCallback& on_epoch, const StepCallback& on_step) {
   validate(o, group.size());
   const auto n = static_cast<std::size_t>(group.size());
   const auto rank = static_cast<std::size_t>(group.rank());
@@ -291,10 +291,12 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
 
       alloc::Observation obs;
       obs.local_batch = split;
+      double step_loss = 0.0;
       for (std::size_t i = 0; i < n; ++i) {
         obs.compute_seconds.push_back(buffer[num_params + kComputeSlot * n + i]);
-        loss_sum += buffer[num_params + kLossSlot * n + i];
+        step_loss += buffer[num_params + kLossSlot * n + i];
       }
+      loss_sum += step_loss;
       const auto decide_begin = Clock::now();
       policy->observe(obs);
       if (tracing) {
@@ -306,6 +308,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       my_wait.push_back(wait);
       ++epoch_steps;
       ++total_steps;
+      if (on_step) on_step({total_steps, planned_steps, epoch + 1, o.epochs, batch, step_loss, split});
     }
     const double train_seconds = seconds_since(epoch_start);
     gather_steps(group, epoch, my_batch, my_compute, my_wait, m.steps);
