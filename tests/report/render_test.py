@@ -23,7 +23,7 @@ import tempfile
 import zlib
 
 EXPECTED_PLOTS = ["compare-time", "compare-efficiency", "compare-accuracy"] + [
-    f"{kind}-{k}" for k in (0, 1) for kind in ("split", "time", "loss", "accuracy")]
+    f"{kind}-{k}" for k in (0, 1) for kind in ("split", "timeline", "time", "loss", "accuracy")]
 WINDOW = (1400, 2400)            # px, the screenshot's size
 MIN_INK_FRACTION = 0.01          # a blank page has none; the report has several % of coloured pixels
 CHROMIUM_TIMEOUT_S = 120         # a headless start takes seconds; a hang must not block CI

@@ -74,6 +74,10 @@ TEST(ParseRun, RejectsBadInputInOneLineNamingTheFile) {
   EXPECT_NE(wrong_type.find("not a hetrain metrics file"), std::string::npos) << wrong_type;
   const auto narrow = error_of(std::string(text).replace(text.find("[33,31]"), 7, "[64]"));
   EXPECT_EQ(narrow, "runs/x.json is not a hetrain metrics file: step 1 of 'allocation' has 1 workers, not 2");
+  auto steps_short = text;
+  steps_short.replace(steps_short.find("\"compute_seconds\":[["), 20, "\"compute_seconds\":[[0.1,0.1],[");
+  const auto extra_step = error_of(steps_short);
+  EXPECT_EQ(extra_step, "runs/x.json is not a hetrain metrics file: 'steps.compute_seconds' has 4 steps, 'allocation' 3");
   for (const auto& msg : {not_json, wrong_type, narrow}) EXPECT_EQ(msg.find('\n'), std::string::npos);
 }
 
@@ -84,6 +88,7 @@ TEST(LoadRun, MissingFileIsADataError) {
   } catch (const DataError& e) {
     EXPECT_EQ(std::string(e.what()), "cannot read /nonexistent/run.json: No such file or directory");
   }
+  EXPECT_THROW(load_run(fs::temp_directory_path().string()), DataError);
 }
 
 TEST(RenderHtml, HoldsEveryPlotWithDrawnElementsAndTheComparison) {
@@ -92,7 +97,7 @@ TEST(RenderHtml, HoldsEveryPlotWithDrawnElementsAndTheComparison) {
   const std::string html = render_html(runs);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   const auto ids = plot_ids(runs.size());
-  ASSERT_EQ(ids.size(), 3u + 2u * 4u);
+  ASSERT_EQ(ids.size(), 3u + 2u * 5u);
   for (const auto& id : ids) {
     const auto at = html.find("<svg id=\"" + id + "\"");
     ASSERT_NE(at, std::string::npos) << id;
@@ -100,7 +105,11 @@ TEST(RenderHtml, HoldsEveryPlotWithDrawnElementsAndTheComparison) {
     EXPECT_GT(count(html.substr(at, end - at), "class=\"data"), 0u) << id;
   }
   EXPECT_NE(html.find("<table id=\"compare-table\">"), std::string::npos);
-  EXPECT_NE(html.find("<td>0.50x</td>"), std::string::npos);  // adaptive trained in half equal's time
+  EXPECT_NE(html.find("<td>0.50x</td>"), std::string::npos);
+  // The timeline of the equal run shows rank 0 waiting for the slow rank 1 on every step drawn.
+  const auto tl = html.find("<svg id=\"timeline-0\"");
+  const auto tl_end = html.find("</svg>", tl);
+  EXPECT_EQ(count(html.substr(tl, tl_end - tl), ": wait 30.0 ms"), 12u);  // adaptive trained in half equal's time
   // Self-contained: nothing to fetch, nothing to run.
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <regex>
 
@@ -77,6 +78,24 @@ TEST(StackedBars, OneRectPerCategoryAndSegmentWithProportionalHeights) {
   EXPECT_NEAR(h[1], 3 * h[0], 0.05);
   EXPECT_NEAR(h[2], h[0] + h[1], 0.05);  // both bars total 4 s
   EXPECT_NEAR(h[3], 0.0, 1e-9);
+}
+
+TEST(Timeline, OneRectPerNonEmptySpanInItsWorkersLane) {
+  const std::vector<TimelineRow> rows = {
+      {"rank 0", {{0, 10, "#111111", "compute"}, {10, 40, "#222222", "wait"}}},
+      {"rank 1", {{0, 40, "#111111", "compute"}, {40, 40, "#222222", "no wait"}}}};
+  const auto svg = timeline("timeline-0", {"t", "ms", ""}, rows, {{"compute", "#111111"}, {"wait", "#222222"}});
+  EXPECT_EQ(count(svg, "<rect class=\"data span\""), 3u);  // the empty wait is not drawn
+  std::regex rect("class=\"data span\" x=\"([0-9.]+)\" y=\"([0-9.]+)\" width=\"([0-9.]+)\"");
+  std::vector<std::array<double, 3>> r;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), rect); it != std::sregex_iterator(); ++it) {
+    r.push_back({std::stod((*it)[1]), std::stod((*it)[2]), std::stod((*it)[3])});
+  }
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_NEAR(r[1][2], 3 * r[0][2], 0.05);          // 30 ms of wait vs 10 of compute
+  EXPECT_NEAR(r[0][0] + r[0][2], r[1][0], 0.05);    // the wait starts where compute ends
+  EXPECT_NEAR(r[2][2], r[0][2] + r[1][2], 0.05);    // rank 1 computes the whole 40 ms
+  EXPECT_GT(r[2][1], r[0][1]);                      // in the lane below
 }
 
 TEST(Bars, PrintTheValueAboveEachBar) {

@@ -14,6 +14,8 @@ namespace {
 
 constexpr const char* kComputeColor = "#4e79a7";
 constexpr const char* kWaitColor = "#e15759";
+constexpr std::size_t kTimelineSteps = 12;  // steps the timeline shows, from the middle of the run
+constexpr double kMillisPerSecond = 1e3;
 
 // Inline style: the page must look right with no file beside it.
 constexpr const char* kStyle = R"(
@@ -58,6 +60,33 @@ std::vector<Series> split_series(const Run& r) {
   return out;
 }
 
+// The steps in the middle of the run (past the adaptive policy's warm-up),
+// laid end to end: each worker's compute then its wait, each step as long as
+// its longest worker. Time outside compute and allreduce is left out.
+std::string timeline_chart(const Run& r, std::size_t k) {
+  const std::size_t n = r.step_compute.size();
+  const std::size_t first = n > kTimelineSteps ? (n - kTimelineSteps) / 2 : 0;
+  const std::size_t last = std::min(n, first + kTimelineSteps);
+  std::vector<TimelineRow> rows(static_cast<std::size_t>(r.world_size));
+  for (std::size_t w = 0; w < rows.size(); ++w) rows[w].name = fmt::format("rank {}", w);
+  double t = 0.0;
+  for (std::size_t s = first; s < last; ++s) {
+    double longest = 0.0;
+    for (std::size_t w = 0; w < rows.size(); ++w) {
+      const double c = r.step_compute[s][w] * kMillisPerSecond, wt = r.step_wait[s][w] * kMillisPerSecond;
+      rows[w].spans.push_back({t, t + c, kComputeColor,
+                               fmt::format("step {}, rank {}: compute {:.1f} ms, b={}", s + 1, w, c, r.allocation[s][w])});
+      rows[w].spans.push_back({t + c, t + c + wt, kWaitColor, fmt::format("step {}, rank {}: wait {:.1f} ms", s + 1, w, wt)});
+      longest = std::max(longest, c + wt);
+    }
+    t += longest;
+  }
+  const std::string title = n == 0 ? std::string("Timeline")
+                                   : fmt::format("Timeline of steps {}-{}", first + 1, last);
+  return timeline(fmt::format("timeline-{}", k), {title, "milliseconds", ""}, rows,
+                  {{"compute", kComputeColor}, {"wait", kWaitColor}});
+}
+
 Series epoch_series(const Run& r, bool accuracy) {
   Series s{accuracy ? "test accuracy" : "training loss", series_color(accuracy ? 4 : 1), {}, {}};
   for (const auto& e : r.epochs) {
@@ -87,6 +116,7 @@ std::string run_section(const Run& r, std::size_t k) {
   s += line_chart(fmt::format("split-{}", k),
                   {"Split per worker over steps", "step", "local batch b_i (samples)"}, split_series(r),
                   {.y_from_zero = true});
+  s += timeline_chart(r, k);
   std::vector<std::string> workers;
   for (std::size_t w = 0; w < static_cast<std::size_t>(r.world_size); ++w) workers.push_back(worker_name(r, w));
   s += stacked_bars(fmt::format("time-{}", k), {"Compute vs wait per worker", "worker", "seconds"}, workers,
@@ -137,7 +167,7 @@ std::vector<std::string> plot_ids(std::size_t runs) {
   std::vector<std::string> ids;
   if (runs > 1) ids = {"compare-time", "compare-efficiency", "compare-accuracy"};
   for (std::size_t k = 0; k < runs; ++k) {
-    for (const char* kind : {"split", "time", "loss", "accuracy"}) ids.push_back(fmt::format("{}-{}", kind, k));
+    for (const char* kind : {"split", "timeline", "time", "loss", "accuracy"}) ids.push_back(fmt::format("{}-{}", kind, k));
   }
   return ids;
 }

@@ -4,6 +4,8 @@
 // Every chart is an <svg class="plot"> with a stable id, which the headless
 // browser test (tests/report/render_test.py) looks for:
 //   split-K       local batch of every worker over the steps of run K (lines)
+//   timeline-K    a dozen steps from the middle of run K, per worker compute
+//                 then wait (a Gantt chart: fast workers idling show in it)
 //   time-K        compute vs wait seconds per worker of run K (stacked bars)
 //   loss-K        training loss per epoch of run K
 //   accuracy-K    test accuracy per epoch of run K

@@ -78,6 +78,24 @@ void read_allocation(const json& doc, Run& r) {
   }
 }
 
+// steps.compute_seconds / steps.wait_seconds: optional (older files), but
+// when present one row per step of the allocation, N values each.
+void read_step_times(const json& doc, Run& r) {
+  if (!doc.contains("steps")) return;
+  const auto& steps = doc["steps"];
+  for (const auto& [key, out] : {std::pair{"compute_seconds", &r.step_compute}, {"wait_seconds", &r.step_wait}}) {
+    *out = field(steps, key).get<std::vector<std::vector<double>>>();
+    if (out->size() != r.allocation.size()) {
+      throw NotMetrics(fmt::format("'steps.{}' has {} steps, 'allocation' {}", key, out->size(), r.allocation.size()));
+    }
+    for (const auto& row : *out) {
+      if (row.size() != static_cast<std::size_t>(r.world_size)) {
+        throw NotMetrics(fmt::format("a row of 'steps.{}' has {} workers, not {}", key, row.size(), r.world_size));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 double Run::train_seconds() const {
@@ -112,6 +130,7 @@ Run parse_run(const std::string& text, const std::string& source) {
     read_workers(doc, r);
     read_epochs(doc, r);
     read_allocation(doc, r);
+    read_step_times(doc, r);
   } catch (const NotMetrics& e) {
     throw DataError(fmt::format("{} is not a hetrain metrics file: {}", source, e.what()));
   } catch (const json::exception& e) {
@@ -121,6 +140,8 @@ Run parse_run(const std::string& text, const std::string& source) {
 }
 
 Run load_run(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw DataError(fmt::format("cannot read {}: a directory", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   std::stringstream ss;

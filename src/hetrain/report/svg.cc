@@ -253,6 +253,38 @@ std::string stacked_bars(const std::string& id, const ChartText& text,
   return s + "</svg>\n";
 }
 
+std::string timeline(const std::string& id, const ChartText& text, const std::vector<TimelineRow>& rows,
+                     const std::vector<std::pair<std::string, std::string>>& legend_entries) {
+  Frame f;
+  std::string s = open_svg(id, text, legend_entries.size(), f);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& r : rows) {
+    for (const auto& sp : r.spans) lo = std::min(lo, sp.begin), hi = std::max(hi, sp.end);
+  }
+  if (!std::isfinite(lo)) lo = 0.0, hi = 1.0;
+  auto x_ticks = nice_ticks(lo, hi);
+  f.x_lo = lo, f.x_hi = hi > lo ? hi : lo + 1.0;
+  std::erase_if(x_ticks, [&](double t) { return t < lo - 1e-9 || t > f.x_hi + 1e-9; });
+  s += axes(f, text, {}, &x_ticks);
+  const double lane = (f.bottom - f.top) / static_cast<double>(std::max<std::size_t>(rows.size(), 1));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const double y = f.top + lane * static_cast<double>(r);
+    s += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", num(f.left - 6),
+                     num(y + lane / 2 + 4), xml_escape(cut(rows[r].name)));
+    for (const auto& sp : rows[r].spans) {
+      if (sp.end <= sp.begin) continue;
+      s += fmt::format(
+          "<rect class=\"data span\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
+          "<title>{}</title></rect>\n",
+          num(f.x(sp.begin)), num(y + lane * (1.0 - kBarFill) / 2), num(f.x(sp.end) - f.x(sp.begin)),
+          num(lane * kBarFill), sp.color, xml_escape(sp.label));
+    }
+  }
+  if (rows.empty()) s += empty_note(f);
+  s += legend(legend_entries);
+  return s + "</svg>\n";
+}
+
 std::string bars(const std::string& id, const ChartText& text, const std::vector<std::string>& categories,
                  const std::vector<double>& values, const std::vector<std::string>& colors, int decimals) {
   Frame f;

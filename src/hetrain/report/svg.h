@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hetrain::report {
@@ -60,6 +61,23 @@ std::string stacked_bars(const std::string& id, const ChartText& text,
 // with `decimals` decimals.
 std::string bars(const std::string& id, const ChartText& text, const std::vector<std::string>& categories,
                  const std::vector<double>& values, const std::vector<std::string>& colors, int decimals);
+
+// One row of a timeline: spans laid along the x axis.
+struct TimelineSpan {
+  double begin = 0.0;
+  double end = 0.0;
+  std::string color;
+  std::string label;  // tooltip
+};
+struct TimelineRow {
+  std::string name;
+  std::vector<TimelineSpan> spans;
+};
+
+// A Gantt chart: one horizontal lane per row, a <rect> per span; `legend`
+// names the colours.
+std::string timeline(const std::string& id, const ChartText& text, const std::vector<TimelineRow>& rows,
+                     const std::vector<std::pair<std::string, std::string>>& legend_entries);
 
 // Evenly spaced "nice" tick values (steps of 1, 2 or 5 x 10^k) covering
 // [lo, hi], about `target` of them. lo == hi is widened first.
