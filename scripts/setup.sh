@@ -2,7 +2,8 @@
 # Installs what hetrain needs from Debian's packages, only where something is missing.
 # Usage: scripts/setup.sh [--peer] [--test]
 #   --peer  also installs python3-torch for the benchmarks
-#   --test  also installs what only the tests need: Chromium, for the headless render test of `hetrain report`
+#   --test  also installs what only the tests need: Chromium (the headless render test of `hetrain report`)
+#           and python3-torch (a TorchScript model exported from Python, trained with --model file.pt)
 set -euo pipefail
 
 packages=(
@@ -14,7 +15,7 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --peer) packages+=(python3-torch python3-numpy) ;;
-    --test) packages+=(chromium python3) ;;
+    --test) packages+=(chromium python3 python3-torch) ;;
     *) echo "setup: unknown option $arg (use --peer, --test)" >&2; exit 2 ;;
   esac
 done

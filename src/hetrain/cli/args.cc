@@ -50,7 +50,8 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option_function<std::string>(
       "--slowdown", [&o](const std::string& v) { o.slowdowns = train::parse_slowdowns(v); },
       "Change emulated speeds mid-run: RANK@STEP:SPEED,... (e.g. 2@200:0.25; SPEED in (0,1])");
-  app.add_option("--model", o.model, "Model: mlp | cnn")->capture_default_str();
+  app.add_option("--model", o.model, "Model: mlp | cnn | a TorchScript file *.pt (torch.jit.script(m).save)")
+      ->capture_default_str();
   app.add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
   app.add_option("-b,--global-batch", o.global_batch, "Global batch B, fixed whatever the split")
       ->capture_default_str();

@@ -67,6 +67,9 @@ struct TrainOptions {
   std::string log_level = "info";  // error | warn | info | debug (--quiet: error)
 };
 
+// --model names a TorchScript file (it ends in .pt) rather than mlp or cnn.
+bool is_script_model(const std::string& model);
+
 // Throws UsageError naming the first problem found, for a world of
 // `world_size` workers.
 void validate(const TrainOptions& o, int world_size);
