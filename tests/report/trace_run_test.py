@@ -57,6 +57,10 @@ def main():
         fail(f"the emulated slow worker (rank 2) should compute longest: {compute}")
     if len(spans[(0, "wait")]) < STEPS // 2:
         fail(f"fast rank 0 waited on only {len(spans[(0, 'wait')])} of {STEPS} steps")
+    # An unwritable trace path fails at once, before training: one line, exit code 3.
+    p = subprocess.run(cmd[:-1] + ["/nonexistent/dir/trace.json"], capture_output=True, text=True, timeout=300)
+    if p.returncode != 3 or len(p.stderr.splitlines()) != 1 or "cannot write /nonexistent/dir/trace.json" not in p.stderr:
+        fail(f"unwritable trace: exit {p.returncode}, stderr {p.stderr!r}")
     print(f"trace_run_test: ok: {len(events)} events, {WORKERS} rows, compute us per rank {compute}")
 
 

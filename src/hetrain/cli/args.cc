@@ -120,6 +120,7 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   }
   train::validate(o, world.world_size);
   if (world.rank == 0 && !o.metrics_path.empty()) train::check_writable(o.metrics_path);
+  if (world.rank == 0 && !o.trace_path.empty()) train::check_writable(o.trace_path);
   train::set_compute_threads(o.threads > 0 ? o.threads : default_threads(world.local_world_size));
   const auto data = train::load_data(o);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));

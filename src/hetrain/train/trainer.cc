@@ -161,21 +161,37 @@ void set_compute_threads(int threads) {
   torch::set_num_threads(threads);
 }
 
-TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
-                  const EpochCallback& on_epoch, const StepCallback& on_step) {
-  validate(o, group.size());
-  const auto n = static_cast<std::size_t>(group.size());
-  const auto rank = static_cast<std::size_t>(group.rank());
-  const std::size_t B = o.global_batch;
+namespace {
+void check_data(const data::DataSplit& data) {
   if (data.train.size() == 0 || data.test.size() == 0) throw DataError("the data set is empty");
   if (data.train.rows != data.test.rows || data.train.cols != data.test.cols) {
     throw DataError(fmt::format("train images are {}x{} but test images are {}x{}", data.train.rows,
                                 data.train.cols, data.test.rows, data.test.cols));
   }
+}
+}  // namespace
 
+TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
+                  const EpochCallback& on_epoch, const StepCallback& on_step) {
+  validate(o, group.size());
+  check_data(data);
   auto model = make_model(o.model, static_cast<std::int64_t>(data.train.rows),
                           static_cast<std::int64_t>(data.train.cols),
                           static_cast<std::int64_t>(data.train.num_classes), o.seed);
+  return train(o, data, group, model, on_epoch, on_step);
+}
+
+TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
+                  const std::shared_ptr<Model>& model, const EpochCallback& on_epoch, const StepCallback& on_step) {
+  HETRAIN_ENFORCE_EQ(model != nullptr, true);
+  // The model is given: o.model is only its name in the metrics.
+  TrainOptions checked = o;
+  checked.model = "mlp";
+  validate(checked, group.size());
+  check_data(data);
+  const auto n = static_cast<std::size_t>(group.size());
+  const auto rank = static_cast<std::size_t>(group.rank());
+  const std::size_t B = o.global_batch;
   // Rank 0's parameters are the truth, as in DDP.
   {
     auto params = flatten_parameters(*model);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "hetrain/comm/group.h"
@@ -40,6 +41,16 @@ using StepCallback = std::function<void(const report::StepProgress&)>;
 // rank. Throws UsageError, DataError or CommError.
 TrainResult train(const TrainOptions& options, const data::DataSplit& data, comm::Group& group,
                   const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
+
+// The C++ API (see examples/custom_model.cc): the same training with a model
+// of your own, a torch::nn::Module deriving from train::Model, and any data
+// set in a DataSplit. `options.model` is then only the model's name in the
+// metrics. Every rank must build the same architecture; rank 0's initial
+// parameters are broadcast to all.
+class Model;
+TrainResult train(const TrainOptions& options, const data::DataSplit& data, comm::Group& group,
+                  const std::shared_ptr<Model>& model, const EpochCallback& on_epoch = {},
+                  const StepCallback& on_step = {});
 
 // Loads the data set the options name (Fashion-MNIST by default).
 data::DataSplit load_data(const TrainOptions& options);
