@@ -26,11 +26,11 @@
 
 namespace {
 
-constexpr std::size_t kSide = 8;        // image side, pixels
-constexpr std::size_t kClasses = 4;     // class c lights up row c
-constexpr std::int64_t kHidden = 32;    // hidden units
-constexpr std::uint8_t kLit = 200;      // brightness of the class's row
-constexpr int kNoise = 60;              // uniform noise on every pixel, 0..kNoise
+constexpr std::size_t kSide = 8;      // image side, pixels
+constexpr std::size_t kClasses = 4;   // class c lights up row c
+constexpr std::int64_t kHidden = 32;  // hidden units
+constexpr std::uint8_t kLit = 200;    // brightness of the class's row
+constexpr int kNoise = 60;            // uniform noise on every pixel, 0..kNoise
 constexpr auto kTimeout = std::chrono::seconds(60);
 
 // Your model: a torch::nn::Module with forward(x), x = [batch, 1, rows, cols].
@@ -82,7 +82,8 @@ int run() {
   const ht::data::DataSplit data{make_rows(2048, 1), make_rows(512, 2)};
 
   auto on_epoch = [&](const ht::train::EpochRecord& e, const ht::train::RunMetrics&) {
-    if (group.rank() == 0) fmt::print("epoch {}  loss {:.4f}  test accuracy {:.4f}\n", e.epoch, e.train_loss, e.test_accuracy);
+    if (group.rank() == 0)
+      fmt::print("epoch {}  loss {:.4f}  test accuracy {:.4f}\n", e.epoch, e.train_loss, e.test_accuracy);
   };
   const auto result = ht::train::train(o, data, group, std::make_shared<TinyNet>(), on_epoch);
   if (group.rank() == 0) {

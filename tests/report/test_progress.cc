@@ -28,9 +28,10 @@ std::size_t count(const std::string& s, char c) {
 
 TEST(Progress, DescribesStepRateEtaLossAndSharesInPercent) {
   const auto text = Progress::describe(at(25), 1534.4, 45.2, true);
-  EXPECT_EQ(text,
-            "epoch 1/2  step 25/100  [######..................]   25%  1534 samples/s  ETA 0:45  loss 0.4123  "
-            "split 38/38/25%");
+  EXPECT_EQ(
+      text,
+      "epoch 1/2  step 25/100  [######..................]   25%  1534 samples/s  ETA 0:45  loss 0.4123  "
+      "split 38/38/25%");
   EXPECT_EQ(Progress::describe(at(25), 1.0, 3725.0, false).find('['), std::string::npos);
   EXPECT_NE(Progress::describe(at(25), 1.0, 3725.0, false).find("ETA 1:02:05"), std::string::npos);
 }

@@ -24,7 +24,9 @@ std::string metrics_text(const std::string& policy, std::size_t steps, double sl
   m.global_batch = 64;
   m.speeds = {1.0, 0.25};
   m.wall_seconds = 3.0;
-  for (std::size_t e = 1; e <= 2; ++e) m.epochs.push_back({e, 1.5, static_cast<double>(steps) * slow_compute / 2, 1.0 / static_cast<double>(e), 0.7 + 0.1 * e});
+  for (std::size_t e = 1; e <= 2; ++e)
+    m.epochs.push_back(
+        {e, 1.5, static_cast<double>(steps) * slow_compute / 2, 1.0 / static_cast<double>(e), 0.7 + 0.1 * e});
   for (std::size_t s = 0; s < steps; ++s) {
     train::StepRecord r;
     r.local_batch = {32 + s % 8, 32 - s % 8};
@@ -70,14 +72,16 @@ TEST(ParseRun, RejectsBadInputInOneLineNamingTheFile) {
   EXPECT_EQ(error_of("[1, 2]"), "runs/x.json is not a hetrain metrics file: not a JSON object");
   EXPECT_EQ(error_of("{\"world_size\": 2}"), "runs/x.json is not a hetrain metrics file: no 'wall_seconds'");
   auto text = metrics_text("equal", 3, 0.04);
-  const auto wrong_type = error_of(std::string(text).replace(text.find("\"world_size\":2"), 14, "\"world_size\":\"2\""));
+  const auto wrong_type =
+      error_of(std::string(text).replace(text.find("\"world_size\":2"), 14, "\"world_size\":\"2\""));
   EXPECT_NE(wrong_type.find("not a hetrain metrics file"), std::string::npos) << wrong_type;
   const auto narrow = error_of(std::string(text).replace(text.find("[33,31]"), 7, "[64]"));
   EXPECT_EQ(narrow, "runs/x.json is not a hetrain metrics file: step 1 of 'allocation' has 1 workers, not 2");
   auto steps_short = text;
   steps_short.replace(steps_short.find("\"compute_seconds\":[["), 20, "\"compute_seconds\":[[0.1,0.1],[");
   const auto extra_step = error_of(steps_short);
-  EXPECT_EQ(extra_step, "runs/x.json is not a hetrain metrics file: 'steps.compute_seconds' has 4 steps, 'allocation' 3");
+  EXPECT_EQ(extra_step,
+            "runs/x.json is not a hetrain metrics file: 'steps.compute_seconds' has 4 steps, 'allocation' 3");
   for (const auto& msg : {not_json, wrong_type, narrow}) EXPECT_EQ(msg.find('\n'), std::string::npos);
 }
 
@@ -93,7 +97,7 @@ TEST(LoadRun, MissingFileIsADataError) {
 
 TEST(RenderHtml, HoldsEveryPlotWithDrawnElementsAndTheComparison) {
   const std::vector<report::Run> runs = {parse_run(metrics_text("equal", 20, 0.04), "equal.json"),
-                                 parse_run(metrics_text("adaptive", 20, 0.02), "adaptive.json")};
+                                         parse_run(metrics_text("adaptive", 20, 0.02), "adaptive.json")};
   const std::string html = render_html(runs);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   const auto ids = plot_ids(runs.size());
@@ -109,7 +113,8 @@ TEST(RenderHtml, HoldsEveryPlotWithDrawnElementsAndTheComparison) {
   // The timeline of the equal run shows rank 0 waiting for the slow rank 1 on every step drawn.
   const auto tl = html.find("<svg id=\"timeline-0\"");
   const auto tl_end = html.find("</svg>", tl);
-  EXPECT_EQ(count(html.substr(tl, tl_end - tl), ": wait 30.0 ms"), 12u);  // adaptive trained in half equal's time
+  EXPECT_EQ(count(html.substr(tl, tl_end - tl), ": wait 30.0 ms"),
+            12u);  // adaptive trained in half equal's time
   // Self-contained: nothing to fetch, nothing to run.
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);

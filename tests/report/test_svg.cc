@@ -23,7 +23,8 @@ TEST(NiceTicks, CoverTheRangeInStepsOfOneTwoOrFive) {
     EXPECT_GE(t.back(), hi);
     const double step = t[1] - t[0];
     const double mantissa = step / std::pow(10.0, std::floor(std::log10(step)));
-    EXPECT_TRUE(std::abs(mantissa - 1) < 1e-6 || std::abs(mantissa - 2) < 1e-6 || std::abs(mantissa - 5) < 1e-6)
+    EXPECT_TRUE(std::abs(mantissa - 1) < 1e-6 || std::abs(mantissa - 2) < 1e-6 ||
+                std::abs(mantissa - 5) < 1e-6)
         << step;
     EXPECT_LE(t.size(), 12u);
   }
@@ -84,7 +85,8 @@ TEST(Timeline, OneRectPerNonEmptySpanInItsWorkersLane) {
   const std::vector<TimelineRow> rows = {
       {"rank 0", {{0, 10, "#111111", "compute"}, {10, 40, "#222222", "wait"}}},
       {"rank 1", {{0, 40, "#111111", "compute"}, {40, 40, "#222222", "no wait"}}}};
-  const auto svg = timeline("timeline-0", {"t", "ms", ""}, rows, {{"compute", "#111111"}, {"wait", "#222222"}});
+  const auto svg =
+      timeline("timeline-0", {"t", "ms", ""}, rows, {{"compute", "#111111"}, {"wait", "#222222"}});
   EXPECT_EQ(count(svg, "<rect class=\"data span\""), 3u);  // the empty wait is not drawn
   std::regex rect("class=\"data span\" x=\"([0-9.]+)\" y=\"([0-9.]+)\" width=\"([0-9.]+)\"");
   std::vector<std::array<double, 3>> r;
@@ -92,10 +94,10 @@ TEST(Timeline, OneRectPerNonEmptySpanInItsWorkersLane) {
     r.push_back({std::stod((*it)[1]), std::stod((*it)[2]), std::stod((*it)[3])});
   }
   ASSERT_EQ(r.size(), 3u);
-  EXPECT_NEAR(r[1][2], 3 * r[0][2], 0.05);          // 30 ms of wait vs 10 of compute
-  EXPECT_NEAR(r[0][0] + r[0][2], r[1][0], 0.05);    // the wait starts where compute ends
-  EXPECT_NEAR(r[2][2], r[0][2] + r[1][2], 0.05);    // rank 1 computes the whole 40 ms
-  EXPECT_GT(r[2][1], r[0][1]);                      // in the lane below
+  EXPECT_NEAR(r[1][2], 3 * r[0][2], 0.05);        // 30 ms of wait vs 10 of compute
+  EXPECT_NEAR(r[0][0] + r[0][2], r[1][0], 0.05);  // the wait starts where compute ends
+  EXPECT_NEAR(r[2][2], r[0][2] + r[1][2], 0.05);  // rank 1 computes the whole 40 ms
+  EXPECT_GT(r[2][1], r[0][1]);                    // in the lane below
 }
 
 TEST(Bars, PrintTheValueAboveEachBar) {

@@ -46,7 +46,9 @@ TEST_F(TraceTest, WritesSpansForEveryWorkerInChromeTraceFormat) {
     if (e["ph"] == "X") spans[{e["tid"].get<int>(), e["name"].get<std::string>()}].push_back(e);
     if (e["ph"] == "M" && e["name"] == "thread_name") names[e["tid"].get<int>()] = e["args"]["name"];
   }
-  auto of = [&](int tid, const char* name) -> std::vector<nlohmann::json>& { return spans[std::make_pair(tid, std::string(name))]; };
+  auto of = [&](int tid, const char* name) -> std::vector<nlohmann::json>& {
+    return spans[std::make_pair(tid, std::string(name))];
+  };
   EXPECT_EQ(names, (std::map<int, std::string>{{0, "rank 0"}, {1, "rank 1"}}));
   for (int rank : {0, 1}) {
     for (const char* name : {"compute", "allreduce", "optimizer", "allocation"}) {

@@ -28,13 +28,15 @@ class SubcommandToml : public CLI::ConfigTOML {
       // named after one of the subcommands means the chosen one.
       if (item.parents.empty()) item.parents.push_back(chosen->get_name());
       for (const auto* s : subcommands_) {
-        if (item.parents.size() == 1 && item.parents.front() == s->get_name()) item.parents.front() = chosen->get_name();
+        if (item.parents.size() == 1 && item.parents.front() == s->get_name())
+          item.parents.front() = chosen->get_name();
       }
       if (item.parents.size() == 1 && item.parents.front() == chosen->get_name() &&
           chosen->get_option_no_throw("--" + item.name) == nullptr &&
           chosen->get_option_no_throw("-" + item.name) == nullptr) {
-        throw CLI::ConfigError(fmt::format("config file: unknown key '{}' (keys are the long flags of `hetrain {}`)",
-                                           item.name, chosen->get_name()));
+        throw CLI::ConfigError(
+            fmt::format("config file: unknown key '{}' (keys are the long flags of `hetrain {}`)", item.name,
+                        chosen->get_name()));
       }
     }
     return items;
@@ -47,14 +49,16 @@ class SubcommandToml : public CLI::ConfigTOML {
 }  // namespace
 
 void add_config_file(CLI::App& app, const std::vector<CLI::App*>& subcommands) {
-  app.set_config("--config", "", "Read flags from this TOML file (keys: long flag names); flags given override it");
+  app.set_config("--config", "",
+                 "Read flags from this TOML file (keys: long flag names); flags given override it");
   app.config_formatter(std::make_shared<SubcommandToml>(subcommands));
   app.allow_config_extras(CLI::config_extras_mode::error);
   for (auto* s : subcommands) {
     s->fallthrough();  // `hetrain run --config f.toml`: the top level reads it
-    s->footer("Flags can also come from a TOML file: --config run.toml (keys are the long flag names, e.g.\n"
-              "  model = \"cnn\"\n  epochs = 3\n  speeds = [1, 1, 1, 0.25]\n  quiet = true\n"
-              "); flags given on the command line override the file.");
+    s->footer(
+        "Flags can also come from a TOML file: --config run.toml (keys are the long flag names, e.g.\n"
+        "  model = \"cnn\"\n  epochs = 3\n  speeds = [1, 1, 1, 0.25]\n  quiet = true\n"
+        "); flags given on the command line override the file.");
   }
 }
 

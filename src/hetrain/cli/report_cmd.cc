@@ -9,7 +9,8 @@
 namespace hetrain::cli {
 
 CLI::App* add_report_command(CLI::App& app, ReportOptions& o) {
-  auto* cmd = app.add_subcommand("report", "Turn metrics files (--metrics) into one self-contained HTML page of plots");
+  auto* cmd = app.add_subcommand("report",
+                                 "Turn metrics files (--metrics) into one self-contained HTML page of plots");
   cmd->add_option("runs", o.inputs, "Metrics JSON files; two or more add a side-by-side comparison")
       ->required();
   cmd->add_option("-o,--output", o.output, "The HTML file to write")->capture_default_str();

@@ -12,7 +12,7 @@ class App;
 namespace hetrain::cli {
 
 struct ReportOptions {
-  std::vector<std::string> inputs;        // metrics files
+  std::vector<std::string> inputs;  // metrics files
   std::string output = "report.html";
 };
 

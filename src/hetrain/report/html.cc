@@ -74,15 +74,17 @@ std::string timeline_chart(const Run& r, std::size_t k) {
     double longest = 0.0;
     for (std::size_t w = 0; w < rows.size(); ++w) {
       const double c = r.step_compute[s][w] * kMillisPerSecond, wt = r.step_wait[s][w] * kMillisPerSecond;
-      rows[w].spans.push_back({t, t + c, kComputeColor,
-                               fmt::format("step {}, rank {}: compute {:.1f} ms, b={}", s + 1, w, c, r.allocation[s][w])});
-      rows[w].spans.push_back({t + c, t + c + wt, kWaitColor, fmt::format("step {}, rank {}: wait {:.1f} ms", s + 1, w, wt)});
+      rows[w].spans.push_back(
+          {t, t + c, kComputeColor,
+           fmt::format("step {}, rank {}: compute {:.1f} ms, b={}", s + 1, w, c, r.allocation[s][w])});
+      rows[w].spans.push_back(
+          {t + c, t + c + wt, kWaitColor, fmt::format("step {}, rank {}: wait {:.1f} ms", s + 1, w, wt)});
       longest = std::max(longest, c + wt);
     }
     t += longest;
   }
-  const std::string title = n == 0 ? std::string("Timeline")
-                                   : fmt::format("Timeline of steps {}-{}", first + 1, last);
+  const std::string title =
+      n == 0 ? std::string("Timeline") : fmt::format("Timeline of steps {}-{}", first + 1, last);
   return timeline(fmt::format("timeline-{}", k), {title, "milliseconds", ""}, rows,
                   {{"compute", kComputeColor}, {"wait", kWaitColor}});
 }
@@ -107,8 +109,9 @@ std::string meta_line(const Run& r) {
 }
 
 std::string run_section(const Run& r, std::size_t k) {
-  std::string s = fmt::format("<section class=\"run\" id=\"run-{}\">\n<h3>{}</h3>\n<p class=\"meta\">{}</p>\n", k,
-                              xml_escape(r.label), meta_line(r));
+  std::string s =
+      fmt::format("<section class=\"run\" id=\"run-{}\">\n<h3>{}</h3>\n<p class=\"meta\">{}</p>\n", k,
+                  xml_escape(r.label), meta_line(r));
   s += fmt::format(
       "<p class=\"meta\">training {:.2f} s (wall {:.2f} s) &middot; balance efficiency {:.3f} &middot; "
       "test accuracy {:.4f}</p>\n",
@@ -118,9 +121,11 @@ std::string run_section(const Run& r, std::size_t k) {
                   {.y_from_zero = true});
   s += timeline_chart(r, k);
   std::vector<std::string> workers;
-  for (std::size_t w = 0; w < static_cast<std::size_t>(r.world_size); ++w) workers.push_back(worker_name(r, w));
-  s += stacked_bars(fmt::format("time-{}", k), {"Compute vs wait per worker", "worker", "seconds"}, workers,
-                    {{"compute", kComputeColor, r.worker_compute}, {"wait (allreduce)", kWaitColor, r.worker_wait}});
+  for (std::size_t w = 0; w < static_cast<std::size_t>(r.world_size); ++w)
+    workers.push_back(worker_name(r, w));
+  s += stacked_bars(
+      fmt::format("time-{}", k), {"Compute vs wait per worker", "worker", "seconds"}, workers,
+      {{"compute", kComputeColor, r.worker_compute}, {"wait (allreduce)", kWaitColor, r.worker_wait}});
   s += line_chart(fmt::format("loss-{}", k), {"Training loss per epoch", "epoch", "loss"},
                   {epoch_series(r, false)}, {.y_from_zero = true, .x_integer = true});
   s += line_chart(fmt::format("accuracy-{}", k), {"Test accuracy per epoch", "epoch", "accuracy"},
@@ -144,9 +149,9 @@ std::string comparison(const std::vector<Run>& runs) {
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td>"
         "<td>{:.2f}</td><td>{:.3f}</td><td>{:.4f}</td><td>{:.4f}</td></tr>\n",
         xml_escape(r.label), xml_escape(r.policy), r.world_size,
-        r.speeds.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.speeds, ",")), r.global_batch, t,
-        base > 0.0 ? fmt::format("{:.2f}x", t / base) : std::string("-"), r.wall_seconds, r.balance_efficiency,
-        r.final_accuracy(), r.epochs.empty() ? 0.0 : r.epochs.back().train_loss);
+        r.speeds.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.speeds, ",")), r.global_batch,
+        t, base > 0.0 ? fmt::format("{:.2f}x", t / base) : std::string("-"), r.wall_seconds,
+        r.balance_efficiency, r.final_accuracy(), r.epochs.empty() ? 0.0 : r.epochs.back().train_loss);
     labels.push_back(r.label);
     colors.push_back(series_color(k));
     times.push_back(t);
@@ -167,7 +172,8 @@ std::vector<std::string> plot_ids(std::size_t runs) {
   std::vector<std::string> ids;
   if (runs > 1) ids = {"compare-time", "compare-efficiency", "compare-accuracy"};
   for (std::size_t k = 0; k < runs; ++k) {
-    for (const char* kind : {"split", "timeline", "time", "loss", "accuracy"}) ids.push_back(fmt::format("{}-{}", kind, k));
+    for (const char* kind : {"split", "timeline", "time", "loss", "accuracy"})
+      ids.push_back(fmt::format("{}-{}", kind, k));
   }
   return ids;
 }
@@ -180,7 +186,8 @@ std::string render_html(const std::vector<Run>& runs) {
   std::string s = fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{0}</title>\n"
       "<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n"
-      "<p class=\"meta\">Synchronous data-parallel training with a fixed global batch B split across workers. "
+      "<p class=\"meta\">Synchronous data-parallel training with a fixed global batch B split across "
+      "workers. "
       "Wait is time blocked in the gradient allreduce: waiting for slower workers, plus the transfer.</p>\n",
       xml_escape(title), kStyle);
   if (runs.size() > 1) s += comparison(runs);

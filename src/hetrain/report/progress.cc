@@ -28,8 +28,10 @@ LogLevel parse_log_level(const std::string& name) {
 
 Progress::Progress(std::ostream& out, bool tty, LogLevel level) : out_(out), tty_(tty), level_(level) {}
 
-std::string Progress::describe(const StepProgress& p, double samples_per_second, double eta_seconds, bool bar) {
-  const double done = p.planned_steps > 0 ? static_cast<double>(p.step) / static_cast<double>(p.planned_steps) : 0;
+std::string Progress::describe(const StepProgress& p, double samples_per_second, double eta_seconds,
+                               bool bar) {
+  const double done =
+      p.planned_steps > 0 ? static_cast<double>(p.step) / static_cast<double>(p.planned_steps) : 0;
   std::string text = fmt::format("epoch {}/{}  step {}/{}  ", p.epoch, p.epochs, p.step, p.planned_steps);
   if (bar) {
     const auto filled = static_cast<std::size_t>(std::min(1.0, done) * static_cast<double>(kBarWidth));

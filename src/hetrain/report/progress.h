@@ -21,8 +21,8 @@ struct StepProgress {
   std::size_t planned_steps = 0;  // in the whole run
   std::size_t epoch = 0;          // 1-based
   std::size_t epochs = 0;
-  std::size_t samples = 0;        // in this step's global batch
-  double loss = 0.0;              // this step's global-batch loss
+  std::size_t samples = 0;         // in this step's global batch
+  double loss = 0.0;               // this step's global-batch loss
   std::vector<std::size_t> split;  // b_i of this step
 };
 

@@ -20,7 +20,8 @@ using nlohmann::json;
 // what follows, which says what was wrong.
 std::string json_reason(const std::exception& e) {
   std::string what = e.what();
-  if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos) {
+  if (const auto close = what.find("] ");
+      what.rfind("[json.exception", 0) == 0 && close != std::string::npos) {
     what = what.substr(close + 2);
   }
   return what.substr(0, what.find('\n'));
@@ -72,7 +73,8 @@ void read_allocation(const json& doc, Run& r) {
   for (std::size_t s = 0; s < allocation.size(); ++s) {
     auto split = allocation[s].get<std::vector<std::size_t>>();
     if (split.size() != static_cast<std::size_t>(r.world_size)) {
-      throw NotMetrics(fmt::format("step {} of 'allocation' has {} workers, not {}", s, split.size(), r.world_size));
+      throw NotMetrics(
+          fmt::format("step {} of 'allocation' has {} workers, not {}", s, split.size(), r.world_size));
     }
     r.allocation.push_back(std::move(split));
   }
@@ -83,14 +85,17 @@ void read_allocation(const json& doc, Run& r) {
 void read_step_times(const json& doc, Run& r) {
   if (!doc.contains("steps")) return;
   const auto& steps = doc["steps"];
-  for (const auto& [key, out] : {std::pair{"compute_seconds", &r.step_compute}, {"wait_seconds", &r.step_wait}}) {
+  for (const auto& [key, out] :
+       {std::pair{"compute_seconds", &r.step_compute}, {"wait_seconds", &r.step_wait}}) {
     *out = field(steps, key).get<std::vector<std::vector<double>>>();
     if (out->size() != r.allocation.size()) {
-      throw NotMetrics(fmt::format("'steps.{}' has {} steps, 'allocation' {}", key, out->size(), r.allocation.size()));
+      throw NotMetrics(
+          fmt::format("'steps.{}' has {} steps, 'allocation' {}", key, out->size(), r.allocation.size()));
     }
     for (const auto& row : *out) {
       if (row.size() != static_cast<std::size_t>(r.world_size)) {
-        throw NotMetrics(fmt::format("a row of 'steps.{}' has {} workers, not {}", key, row.size(), r.world_size));
+        throw NotMetrics(
+            fmt::format("a row of 'steps.{}' has {} workers, not {}", key, row.size(), r.world_size));
       }
     }
   }
@@ -141,7 +146,8 @@ Run parse_run(const std::string& text, const std::string& source) {
 
 Run load_run(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw DataError(fmt::format("cannot read {}: a directory", path));
+  if (std::filesystem::is_directory(path, ec))
+    throw DataError(fmt::format("cannot read {}: a directory", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   std::stringstream ss;

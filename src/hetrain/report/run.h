@@ -19,12 +19,12 @@ struct Run {
   double wall_seconds = 0.0;
   double balance_efficiency = 1.0;
   std::vector<train::EpochRecord> epochs;
-  std::vector<std::size_t> worker_samples;  // per rank
-  std::vector<double> worker_compute;       // seconds, per rank
-  std::vector<double> worker_wait;          // seconds, per rank
+  std::vector<std::size_t> worker_samples;           // per rank
+  std::vector<double> worker_compute;                // seconds, per rank
+  std::vector<double> worker_wait;                   // seconds, per rank
   std::vector<std::vector<std::size_t>> allocation;  // per step, per rank
-  std::vector<std::vector<double>> step_compute;      // seconds, per step, per rank (may be empty)
-  std::vector<std::vector<double>> step_wait;         // seconds, per step, per rank (may be empty)
+  std::vector<std::vector<double>> step_compute;     // seconds, per step, per rank (may be empty)
+  std::vector<std::vector<double>> step_wait;        // seconds, per step, per rank (may be empty)
 
   double train_seconds() const;   // sum over epochs: the step loops alone
   double final_accuracy() const;  // the last epoch's; 0 without epochs

@@ -14,7 +14,7 @@ namespace {
 // the legend (top).
 constexpr double kMarginLeft = 62.0;
 constexpr double kMarginRight = 16.0;
-constexpr double kMarginTop = 34.0;         // below the title
+constexpr double kMarginTop = 34.0;  // below the title
 constexpr double kTitleBaseline = 18.0;
 constexpr double kMarginBottom = 44.0;
 constexpr double kLegendRowHeight = 16.0;   // px per legend row
@@ -49,8 +49,12 @@ struct Frame {
   double y(double v) const { return bottom - (v - y_lo) / (y_hi - y_lo) * (bottom - top); }
 };
 
+std::size_t legend_per_row() {
+  return static_cast<std::size_t>((kChartWidth - kMarginLeft - kMarginRight) / kLegendItemWidth);
+}
+
 std::size_t legend_rows(std::size_t entries) {
-  const auto per_row = static_cast<std::size_t>((kChartWidth - kMarginLeft - kMarginRight) / kLegendItemWidth);
+  const std::size_t per_row = legend_per_row();
   return entries == 0 ? 0 : (entries + per_row - 1) / per_row;
 }
 
@@ -70,7 +74,7 @@ std::string open_svg(const std::string& id, const ChartText& text, std::size_t l
 }
 
 std::string legend(const std::vector<std::pair<std::string, std::string>>& entries) {
-  const auto per_row = static_cast<std::size_t>((kChartWidth - kMarginLeft - kMarginRight) / kLegendItemWidth);
+  const std::size_t per_row = legend_per_row();
   std::string s;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const double x = kMarginLeft + static_cast<double>(i % per_row) * kLegendItemWidth;
@@ -97,8 +101,8 @@ std::string axes(const Frame& f, const ChartText& text, const std::vector<double
   }
   if (x_ticks) {
     for (double t : *x_ticks) {
-      s += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", num(f.x(t)),
-                       num(f.bottom + 16), tick_label(t));
+      s += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                       num(f.x(t)), num(f.bottom + 16), tick_label(t));
     }
   }
   s += fmt::format("<line class=\"axis\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>\n", num(f.left),
@@ -134,12 +138,23 @@ std::string xml_escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -162,7 +177,8 @@ std::vector<double> nice_ticks(double lo, double hi, std::size_t target) {
   }
   std::vector<double> ticks;
   const double first = std::floor(lo / step + 1e-9) * step;
-  for (double t = first; t < hi + step * 0.999; t += step) ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  for (double t = first; t < hi + step * 0.999; t += step)
+    ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
   if (ticks.size() < 2) ticks.push_back(ticks.back() + step);
   return ticks;
 }
@@ -202,8 +218,8 @@ std::string line_chart(const std::string& id, const ChartText& text, const std::
     for (std::size_t i = 0; i < n; ++i) {
       d += fmt::format("{}{},{}", i == 0 ? "M" : " L", num(f.x(sr.x[i])), num(f.y(sr.y[i])));
     }
-    s += fmt::format("<path class=\"data line\" d=\"{}\" stroke=\"{}\"><title>{}</title></path>\n", d, sr.color,
-                     xml_escape(sr.name));
+    s += fmt::format("<path class=\"data line\" d=\"{}\" stroke=\"{}\"><title>{}</title></path>\n", d,
+                     sr.color, xml_escape(sr.name));
     if (n > kMaxMarkers) continue;
     for (std::size_t i = 0; i < n; ++i) {
       s += fmt::format(
@@ -219,7 +235,8 @@ std::string line_chart(const std::string& id, const ChartText& text, const std::
 }
 
 std::string stacked_bars(const std::string& id, const ChartText& text,
-                         const std::vector<std::string>& categories, const std::vector<BarSegment>& segments) {
+                         const std::vector<std::string>& categories,
+                         const std::vector<BarSegment>& segments) {
   Frame f;
   std::string s = open_svg(id, text, segments.size(), f);
   double top = 0.0;
@@ -269,8 +286,8 @@ std::string timeline(const std::string& id, const ChartText& text, const std::ve
   const double lane = (f.bottom - f.top) / static_cast<double>(std::max<std::size_t>(rows.size(), 1));
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const double y = f.top + lane * static_cast<double>(r);
-    s += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", num(f.left - 6),
-                     num(y + lane / 2 + 4), xml_escape(cut(rows[r].name)));
+    s += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+                     num(f.left - 6), num(y + lane / 2 + 4), xml_escape(cut(rows[r].name)));
     for (const auto& sp : rows[r].spans) {
       if (sp.end <= sp.begin) continue;
       s += fmt::format(

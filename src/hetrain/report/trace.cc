@@ -17,12 +17,18 @@ constexpr double kMicrosPerSecond = 1e6;
 
 double& field(StepTimes& t, std::size_t f) {
   switch (f) {
-    case 0: return t.compute_begin;
-    case 1: return t.allreduce_begin;
-    case 2: return t.allreduce_end;
-    case 3: return t.decide_begin;
-    case 4: return t.decide_end;
-    default: return t.local_batch;
+    case 0:
+      return t.compute_begin;
+    case 1:
+      return t.allreduce_begin;
+    case 2:
+      return t.allreduce_end;
+    case 3:
+      return t.decide_begin;
+    case 4:
+      return t.decide_end;
+    default:
+      return t.local_batch;
   }
 }
 
@@ -47,7 +53,8 @@ void shift(StepTimes& t, double by) {
 
 }  // namespace
 
-std::vector<std::vector<StepTimes>> gather_step_times(comm::Group& group, const std::vector<StepTimes>& mine) {
+std::vector<std::vector<StepTimes>> gather_step_times(comm::Group& group,
+                                                      const std::vector<StepTimes>& mine) {
   const auto n = static_cast<std::size_t>(group.size());
   const auto r = static_cast<std::size_t>(group.rank());
   std::vector<double> buf(mine.size() * kFields * n, 0.0);
@@ -70,12 +77,15 @@ TraceWriter::TraceWriter(std::string path, int world_size)
   file_ = std::fopen(tmp_.c_str(), "w");
   if (!file_) throw DataError(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
   std::string head = R"({"displayTimeUnit":"ms","otherData":{"producer":"hetrain"},"traceEvents":[)";
-  head += "\n" R"({"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"hetrain workers"}})";
+  head +=
+      "\n"
+      R"({"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"hetrain workers"}})";
   for (int i = 0; i < world_size_; ++i) {
-    head += fmt::format(",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":{0},\"args\":{{\"name\":"
-                        "\"rank {0}\"}}}},\n{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":{0},"
-                        "\"args\":{{\"sort_index\":{0}}}}}",
-                        i);
+    head += fmt::format(
+        ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":{0},\"args\":{{\"name\":"
+        "\"rank {0}\"}}}},\n{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":{0},"
+        "\"args\":{{\"sort_index\":{0}}}}}",
+        i);
   }
   if (std::fwrite(head.data(), 1, head.size(), file_) != head.size()) failed_ = true;
   thread_ = std::thread([this] { run(); });
@@ -89,7 +99,8 @@ TraceWriter::~TraceWriter() {
   }
 }
 
-void TraceWriter::add_epoch(std::size_t epoch, std::size_t first_step, std::vector<std::vector<StepTimes>> times) {
+void TraceWriter::add_epoch(std::size_t epoch, std::size_t first_step,
+                            std::vector<std::vector<StepTimes>> times) {
   {
     std::lock_guard lock(mutex_);
     queue_.push_back({epoch, first_step, std::move(times)});
