@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs what hetrain needs from Debian's packages, only where something is missing.
-# Usage: scripts/setup.sh [--peer]   (--peer also installs python3-torch for the benchmarks)
+# Usage: scripts/setup.sh [--peer] [--test]
+#   --peer  also installs python3-torch for the benchmarks
+#   --test  also installs what only the tests need: Chromium (the headless render test of `hetrain report`),
+#           python3-torch (a TorchScript model exported from Python, trained with --model file.pt),
+#           iproute2 (network namespaces) and clang with libFuzzer (scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(
@@ -9,12 +13,16 @@ packages=(
   libopenblas0-openmp  # an optimised BLAS for libtorch; the default is the slow reference one
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
   libtomlplusplus-dev  # the simulator's cluster files (hetrain sim, hetrain plan)
-  iproute2 bc  # the network-namespace test (tests/cli/netns_test.sh)
-  clang libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh
 )
-if [[ "${1:-}" == "--peer" ]]; then
-  packages+=(python3-torch python3-numpy)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --peer) packages+=(python3-torch python3-numpy) ;;
+    --test) packages+=(chromium python3 python3-torch  # the report render test, the TorchScript test
+                       iproute2 bc                     # the network-namespace test (tests/cli/netns_test.sh)
+                       clang libclang-rt-14-dev) ;;    # libFuzzer (scripts/fuzz.sh)
+    *) echo "setup: unknown option $arg (use --peer, --test)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

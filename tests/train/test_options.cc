@@ -96,5 +96,15 @@ TEST(ScheduledLr, CosineFallsFromTheBaseToZeroAndConstantStays) {
   EXPECT_THROW(validate(o, 1), UsageError);
 }
 
+TEST(Validate, ATorchScriptModelIsAFileEndingInPt) {
+  EXPECT_TRUE(is_script_model("models/net.pt"));
+  EXPECT_FALSE(is_script_model(".pt"));
+  EXPECT_FALSE(is_script_model("cnn"));
+  EXPECT_FALSE(is_script_model("net.pth"));
+  TrainOptions o;
+  o.model = "/nonexistent/net.pt";
+  EXPECT_THROW(validate(o, 1), DataError);
+}
+
 }  // namespace
 }  // namespace hetrain::train

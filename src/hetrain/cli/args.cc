@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "hetrain/cli/bench.h"
+#include "hetrain/cli/config.h"
 #include "hetrain/cli/launcher.h"
+#include "hetrain/cli/report_cmd.h"
 #include "hetrain/cli/sim_cmd.h"
 #include "hetrain/comm/allreduce.h"
 #include "hetrain/comm/env.h"
@@ -29,7 +31,9 @@ Examples:
   hetrain run -n 3 --policy static --shares 4,4,1 --data synthetic
   hetrain run -n 4 --policy adaptive --speeds 1,1,1,0.25 --slowdown 1@300:0.5
   hetrain run -n 4 --allreduce ring --policy adaptive
+  hetrain run --config run.toml --epochs 5         # flags from a TOML file; --epochs overrides it
   hetrain bench allreduce -n 4 --algo gloo,ring --sizes 1M,16M,256M
+  hetrain report runs/demo-equal.json runs/demo-adaptive.json -o report.html
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 hetrain worker --model mlp
   mpirun -np 4 -x MASTER_ADDR=node0 -x MASTER_PORT=29500 hetrain worker --model cnn
 )";
@@ -47,7 +51,9 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option_function<std::string>(
       "--slowdown", [&o](const std::string& v) { o.slowdowns = train::parse_slowdowns(v); },
       "Change emulated speeds mid-run: RANK@STEP:SPEED,... (e.g. 2@200:0.25; SPEED in (0,1])");
-  app.add_option("--model", o.model, "Model: mlp | cnn | resnet")->capture_default_str();
+  app.add_option("--model", o.model,
+                 "Model: mlp | cnn | resnet | a TorchScript file *.pt (torch.jit.script(m).save)")
+      ->capture_default_str();
   app.add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
   app.add_option("-b,--global-batch", o.global_batch, "Global batch B, fixed whatever the split")
       ->capture_default_str();
@@ -91,10 +97,17 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_flag("!--no-overlap", o.overlap,
                "Reduce the gradients after backward instead of bucket by bucket during it");
   app.add_option("--metrics", o.metrics_path, "Write the run's metrics JSON here (rank 0)");
+  app.add_option("--trace", o.trace_path,
+                 "Write a per-worker timeline here (Chrome trace-event JSON: Perfetto, chrome://tracing)");
   app.add_option("--threads", o.threads, "Torch threads per worker (0: cores / local workers)");
   app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")
       ->capture_default_str();
-  app.add_flag("-q,--quiet", o.quiet, "Print nothing but errors");
+  app.add_flag("-q,--quiet", o.quiet, "Print nothing but errors (as --log-level error)");
+  app.add_option("--log-level", o.log_level,
+                 "error | warn | info (progress: a bar on a terminal, a line every 10 s otherwise) | "
+                 "debug (a line every step)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
   app.add_option("--checkpoint", o.checkpoint_dir,
                  "Write checkpoints (model, optimizer, cursor, learned speeds) to this directory");
   app.add_option("--checkpoint-every", o.checkpoint_every,
@@ -119,11 +132,18 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   }
   train::validate(o, world.world_size);
   if (world.rank == 0 && !o.metrics_path.empty()) train::check_writable(o.metrics_path);
+  if (world.rank == 0 && !o.trace_path.empty()) train::check_writable(o.trace_path);
   train::set_compute_threads(o.threads > 0 ? o.threads : default_threads(world.local_world_size));
   const auto data = train::load_data(o);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));
   comm::Group group = comm::connect_gloo(world, timeout);
-  const bool talk = group.rank() == 0 && !o.quiet;
+  const auto level = o.quiet ? report::LogLevel::kError : report::parse_log_level(o.log_level);
+  const bool talk = group.rank() == 0 && level >= report::LogLevel::kInfo;
+  report::Progress progress(std::cout, ::isatty(STDOUT_FILENO) != 0, level);
+  const auto start = std::chrono::steady_clock::now();
+  auto on_step = [&](const report::StepProgress& p) {
+    if (talk) progress.step(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
   if (talk) {
     fmt::print("hetrain: {} workers ({}), model {}, policy {}, B={}, {} training samples\n", group.size(),
                world.source == "none" ? "single process" : world.source, o.model, o.policy, o.global_batch,
@@ -132,11 +152,12 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   }
   auto on_epoch = [&](const train::EpochRecord& e, const train::RunMetrics& m) {
     if (!talk) return;
+    progress.break_line();
     fmt::print("epoch {}/{}  loss {:.4f}  test accuracy {:.4f}  {:.1f} s  balance {:.3f}\n", e.epoch,
                o.epochs, e.train_loss, e.test_accuracy, e.seconds, train::balance_efficiency(m.steps));
     std::fflush(stdout);
   };
-  const auto result = train::train(o, data, group, on_epoch);
+  const auto result = train::train(o, data, group, on_epoch, on_step);
   if (group.rank() == 0) {
     if (!o.metrics_path.empty()) train::write_file_atomic(o.metrics_path, train::to_json(result.metrics));
     if (talk && result.metrics.resumed_world_size > 0) {
@@ -182,6 +203,7 @@ int dispatch(int argc, char** argv) {
                          "OMPI_COMM_WORLD_RANK/SIZE (mpirun) or SLURM_PROCID/NTASKS (srun)");
   add_launch_options(*worker, worker_launch);
   add_train_options(*worker, worker_opts);
+  add_config_file(app, {run, worker});
 
   auto* bench = app.add_subcommand("bench", "Measure the communication layer");
   auto* bench_allreduce = bench->add_subcommand(
@@ -200,6 +222,8 @@ int dispatch(int argc, char** argv) {
   bench_allreduce->add_option("--timeout", bench_opts.timeout_seconds, "Seconds any collective may take");
   bench_allreduce->add_flag("--as-worker", bench_as_worker, "(internal: one process of the benchmark)")
       ->group("");
+  ReportOptions report_opts;
+  auto* report = add_report_command(app, report_opts);
 
   SimCommands sim_cmds;
   add_sim_commands(app, sim_cmds);
@@ -217,6 +241,7 @@ int dispatch(int argc, char** argv) {
   }
 
   if (auto rc = run_sim_commands(sim_cmds)) return *rc;
+  if (report->parsed()) return run_report(report_opts);
   if (bench_allreduce->parsed()) {
     for (const auto& size : bench_opts.sizes) parse_bytes(size);  // fail before starting processes
     for (const auto& a : bench_opts.algorithms) comm::parse_algorithm(a);

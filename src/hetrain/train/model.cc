@@ -2,10 +2,14 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/script.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "hetrain/common/error.h"
+#include "hetrain/train/options.h"
 
 namespace hetrain::train {
 namespace {
@@ -125,11 +129,65 @@ void init_parameters(torch::nn::Module& m, std::uint64_t seed) {
   }
 }
 
+// A TorchScript module (torch.jit.script(model).save(path) in Python) as a
+// Model: its parameters are registered again under this nn::Module (the same
+// tensors, so gradients bound to them and optimizer updates reach the script
+// module), and forward calls the script's forward.
+class ScriptModel : public Model {
+ public:
+  explicit ScriptModel(torch::jit::Module module) : module_(std::move(module)) {
+    std::size_t i = 0;
+    for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
+      // nn::Module names may not contain '.', TorchScript's nested ones do.
+      std::string name = p.name;
+      std::replace(name.begin(), name.end(), '.', '_');
+      register_parameter(fmt::format("{}_{}", i++, name), p.value);
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) override { return module_.forward({x}).toTensor(); }
+  void train(bool on) override {
+    Model::train(on);
+    module_.train(on);
+  }
+
+ private:
+  torch::jit::Module module_;
+};
+
+std::shared_ptr<Model> load_script_model(const std::string& path, std::int64_t rows, std::int64_t cols,
+                                         std::int64_t classes) {
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw DataError(fmt::format("cannot load TorchScript model {}: {}", path, what.substr(0, what.find('\n'))));
+  }
+  auto m = std::make_shared<ScriptModel>(std::move(module));
+  if (m->parameters().empty()) throw DataError(fmt::format("TorchScript model {} has no parameters to train", path));
+  // Fail now, not in the first step, if it does not fit the data.
+  torch::Tensor out;
+  try {
+    torch::NoGradGuard no_grad;
+    out = m->forward(torch::zeros({2, 1, rows, cols}));
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw DataError(fmt::format("TorchScript model {} fails on a [N, 1, {}, {}] batch: {}", path, rows, cols,
+                                what.substr(0, what.find('\n'))));
+  }
+  if (out.dim() != 2 || out.size(0) != 2 || out.size(1) != classes) {
+    throw DataError(fmt::format("TorchScript model {} returns {} for a batch of 2, expected [2, {}] logits", path,
+                                fmt::format("{}", fmt::join(out.sizes().vec(), "x")), classes));
+  }
+  return m;
+}
+
 }  // namespace
 
 std::shared_ptr<Model> make_model(const std::string& name, std::int64_t rows, std::int64_t cols,
                                   std::int64_t classes, std::uint64_t seed) {
   std::shared_ptr<Model> m;
+  if (is_script_model(name)) return load_script_model(name, rows, cols, classes);  // its own parameters
   if (name == "mlp") {
     m = std::make_shared<Mlp>(rows * cols, classes);
   } else if (name == "cnn") {

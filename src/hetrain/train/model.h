@@ -20,7 +20,10 @@ class Model : public torch::nn::Module {
 // Builds `name` (mlp | cnn | resnet) for rows x cols inputs and `classes` outputs,
 // with parameters drawn from a private generator seeded by `seed`, so every
 // worker (and every thread in a test) builds the very same model without
-// touching torch's global random state.
+// touching torch's global random state. A `name` ending in .pt is a
+// TorchScript file (torch.jit.script(model).save(...)) taking
+// [batch, 1, rows, cols] floats to [batch, classes] logits; it keeps its saved
+// parameters. Throws DataError if it cannot be loaded or does not fit.
 std::shared_ptr<Model> make_model(const std::string& name, std::int64_t rows, std::int64_t cols,
                                   std::int64_t classes, std::uint64_t seed);
 

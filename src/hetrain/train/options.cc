@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "hetrain/comm/allreduce.h"
 #include "hetrain/comm/env.h"
@@ -19,13 +20,22 @@ constexpr double kDefaultSgdLr = 0.05;
 constexpr std::size_t kMaxEpochs = 1'000'000;
 }  // namespace
 
+bool is_script_model(const std::string& model) {
+  constexpr std::string_view kSuffix = ".pt";
+  return model.size() > kSuffix.size() && model.ends_with(kSuffix);
+}
+
 void validate(const TrainOptions& o, int world_size) {
   if (world_size < 1 || world_size > comm::kMaxWorkers) {
     throw UsageError(fmt::format("world size must be in [1, {}], got {}", comm::kMaxWorkers, world_size));
   }
   const auto n = static_cast<std::size_t>(world_size);
-  if (o.model != "mlp" && o.model != "cnn" && o.model != "resnet") {
-    throw UsageError(fmt::format("unknown model '{}' (expected mlp, cnn or resnet)", o.model));
+  if (is_script_model(o.model) && !std::filesystem::is_regular_file(o.model)) {
+    throw DataError(fmt::format("cannot read TorchScript model {}: no such file", o.model));
+  }
+  if (o.model != "mlp" && o.model != "cnn" && o.model != "resnet" && !is_script_model(o.model)) {
+    throw UsageError(
+        fmt::format("unknown model '{}' (expected mlp, cnn, resnet or a TorchScript file *.pt)", o.model));
   }
   if (o.optimizer != "adam" && o.optimizer != "sgd") {
     throw UsageError(fmt::format("unknown optimizer '{}' (expected adam or sgd)", o.optimizer));

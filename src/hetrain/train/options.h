@@ -64,9 +64,11 @@ struct TrainOptions {
   double bucket_mb = kDefaultBucketMb;  // gradients are reduced in calls of at most this size
   bool overlap = true;  // reduce each bucket as soon as backward has produced it (train/reducer.h)
   std::string metrics_path;
+  std::string trace_path;  // Chrome trace-event timeline, written by rank 0 (report/trace.h)
   int threads = 0;  // torch intra-op threads; 0 = cores / local workers
   double timeout_seconds = kDefaultTimeoutSeconds;
   bool quiet = false;
+  std::string log_level = "info";  // error | warn | info | debug (--quiet: error)
 
   // Checkpoints (train/checkpoint.h). The directory must be visible to every
   // worker of a resumed run (one machine, or a shared file system).
@@ -79,8 +81,11 @@ struct TrainOptions {
 };
 
 // A checksum of every option that must be the same on every worker (not the
-// per-process ones: threads, timeout, metrics path, quiet, sample log).
+// per-process ones: threads, timeout, metrics path, quiet, log level, trace, sample log).
 std::uint32_t config_checksum(const TrainOptions& o);
+
+// --model names a TorchScript file (it ends in .pt) rather than a built-in model.
+bool is_script_model(const std::string& model);
 
 // Throws UsageError naming the first problem found, for a world of
 // `world_size` workers.

@@ -12,6 +12,7 @@
 #include "hetrain/common/error.h"
 #include "hetrain/data/cursor.h"
 #include "hetrain/data/synthetic.h"
+#include "hetrain/report/trace.h"
 #include "hetrain/train/checkpoint.h"
 #include "hetrain/train/model.h"
 #include "hetrain/train/reducer.h"
@@ -171,22 +172,38 @@ void set_compute_threads(int threads) {
   torch::set_num_threads(threads);
 }
 
-TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
-                  const EpochCallback& on_epoch) {
-  validate(o, group.size());
-  check_same_config(o, group);  // before any collective whose size depends on the options
-  const auto n = static_cast<std::size_t>(group.size());
-  const auto rank = static_cast<std::size_t>(group.rank());
-  const std::size_t B = o.global_batch;
+namespace {
+void check_data(const data::DataSplit& data) {
   if (data.train.size() == 0 || data.test.size() == 0) throw DataError("the data set is empty");
   if (data.train.rows != data.test.rows || data.train.cols != data.test.cols) {
     throw DataError(fmt::format("train images are {}x{} but test images are {}x{}", data.train.rows,
                                 data.train.cols, data.test.rows, data.test.cols));
   }
+}
+}  // namespace
 
+TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
+                  const EpochCallback& on_epoch, const StepCallback& on_step) {
+  validate(o, group.size());
+  check_data(data);
   auto model = make_model(o.model, static_cast<std::int64_t>(data.train.rows),
                           static_cast<std::int64_t>(data.train.cols),
                           static_cast<std::int64_t>(data.train.num_classes), o.seed);
+  return train(o, data, group, model, on_epoch, on_step);
+}
+
+TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
+                  const std::shared_ptr<Model>& model, const EpochCallback& on_epoch, const StepCallback& on_step) {
+  HETRAIN_ENFORCE_EQ(model != nullptr, true);
+  // The model is given: o.model is only its name in the metrics.
+  TrainOptions checked = o;
+  checked.model = "mlp";
+  validate(checked, group.size());
+  check_same_config(o, group);  // before any collective whose size depends on the options
+  check_data(data);
+  const auto n = static_cast<std::size_t>(group.size());
+  const auto rank = static_cast<std::size_t>(group.rank());
+  const std::size_t B = o.global_batch;
   // Rank 0's parameters are the truth, as in DDP.
   {
     auto params = flatten_parameters(*model);
@@ -258,7 +275,12 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   }
 
 
+  // --trace: every rank times its steps; rank 0 writes the timeline.
+  const bool tracing = !o.trace_path.empty();
+  std::unique_ptr<report::TraceWriter> tracer;
+  if (tracing && rank == 0) tracer = std::make_unique<report::TraceWriter>(o.trace_path, group.size());
   const auto run_start = Clock::now();
+  auto since_start = [&](Clock::time_point t) { return std::chrono::duration<double>(t - run_start).count(); };
   std::size_t total_steps = cursor.total_steps;
   bool stop = false;
   for (std::size_t epoch = cursor.epoch; epoch < o.epochs && !stop; ++epoch) {
@@ -267,6 +289,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     const auto perm = torch::tensor(std::vector<std::int64_t>(perm_vec.begin(), perm_vec.end()));
     std::vector<std::size_t> my_batch;
     std::vector<double> my_compute, my_wait, my_hidden;
+    std::vector<report::StepTimes> my_times;
     double loss_sum = 0.0;
     std::size_t epoch_steps = 0;
     const std::size_t first_step = epoch == cursor.epoch ? cursor.step : 0;
@@ -332,11 +355,18 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
 
       alloc::Observation obs;
       obs.local_batch = split;
+      double step_loss = 0.0;
       for (std::size_t i = 0; i < n; ++i) {
         obs.compute_seconds.push_back(buffer[num_params + kComputeSlot * n + i]);
-        loss_sum += buffer[num_params + kLossSlot * n + i];
+        step_loss += buffer[num_params + kLossSlot * n + i];
       }
+      loss_sum += step_loss;
+      const auto decide_begin = Clock::now();
       policy->observe(obs);
+      if (tracing) {
+        my_times.push_back({since_start(t0), since_start(t1), since_start(t1) + wait, since_start(decide_begin),
+                            seconds_since(run_start), static_cast<double>(slice.count)});
+      }
       my_batch.push_back(slice.count);
       my_compute.push_back(compute);
       my_wait.push_back(wait);
@@ -347,9 +377,14 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
       if (o.checkpoint_every != 0 && total_steps % o.checkpoint_every == 0) {
         checkpoint(epoch, next_step, total_steps);
       }
+      if (on_step) on_step({total_steps, planned_steps, epoch + 1, o.epochs, batch, step_loss, split});
     }
     const double train_seconds = seconds_since(epoch_start);
     gather_steps(group, epoch, my_batch, my_compute, my_wait, my_hidden, m.steps);
+    if (tracing) {
+      auto times = report::gather_step_times(group, my_times);
+      if (tracer) tracer->add_epoch(epoch + 1, total_steps - epoch_steps, std::move(times));
+    }
     EpochRecord rec;
     rec.train_seconds = train_seconds;
     rec.epoch = epoch + 1;
@@ -363,6 +398,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
     if (on_epoch) on_epoch(rec, m);
   }
   m.wall_seconds = seconds_since(run_start);
+  if (tracer) tracer->close();
   result.parameters = flatten_parameters(*model);
   return result;
 }

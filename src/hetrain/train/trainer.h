@@ -16,10 +16,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "hetrain/comm/group.h"
 #include "hetrain/data/idx.h"
+#include "hetrain/report/progress.h"
 #include "hetrain/train/metrics.h"
 #include "hetrain/train/options.h"
 
@@ -32,11 +34,23 @@ struct TrainResult {
 
 // Called on every rank after each epoch (the CLI prints on rank 0).
 using EpochCallback = std::function<void(const EpochRecord&, const RunMetrics&)>;
+// Called on every rank after each step (the CLI draws progress on rank 0).
+using StepCallback = std::function<void(const report::StepProgress&)>;
 
 // Runs the whole training on this rank. `data` must be the same on every
 // rank. Throws UsageError, DataError or CommError.
 TrainResult train(const TrainOptions& options, const data::DataSplit& data, comm::Group& group,
-                  const EpochCallback& on_epoch = {});
+                  const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
+
+// The C++ API (see examples/custom_model.cc): the same training with a model
+// of your own, a torch::nn::Module deriving from train::Model, and any data
+// set in a DataSplit. `options.model` is then only the model's name in the
+// metrics. Every rank must build the same architecture; rank 0's initial
+// parameters are broadcast to all.
+class Model;
+TrainResult train(const TrainOptions& options, const data::DataSplit& data, comm::Group& group,
+                  const std::shared_ptr<Model>& model, const EpochCallback& on_epoch = {},
+                  const StepCallback& on_step = {});
 
 // Loads the data set the options name (Fashion-MNIST by default).
 data::DataSplit load_data(const TrainOptions& options);
