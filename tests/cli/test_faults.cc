@@ -303,4 +303,37 @@ TEST_F(Cli, ABucketAllreduceThatFailsSurfacesAsAnErrorNotAHang) {
   }
 }
 
+// A worker killed -9 while it writes a checkpoint (the resnet's checkpoint is
+// ~43 MB, written every step: the temporary file is caught within a few
+// steps) leaves the previous checkpoint, which a resumed run loads.
+TEST_F(Cli, AKillDuringACheckpointWriteLeavesThePreviousCheckpointLoadable) {
+  const fs::path ck = dir_ / "ck";
+  const std::vector<std::string> flags = with(kQuick, {"--model", "resnet"});
+  const pid_t pid = spawn_worker(
+      0, 1, free_port(),
+      with(with({"worker"}, flags), {"--checkpoint", ck.string(), "--checkpoint-every", "1", "--max-steps", "60"}),
+      dir_ / "out", dir_ / "err");
+  auto writing = [&] {
+    if (!fs::exists(ck / "checkpoint.pt")) return false;  // there must be a previous one
+    for (const auto& e : fs::directory_iterator(ck))
+      if (e.path().filename().string().rfind("checkpoint.pt.tmp", 0) == 0) return true;
+    return false;
+  };
+  const auto deadline = Clock::now() + kStartDeadline;
+  bool caught = false;
+  int status = 0;
+  while (!caught && Clock::now() < deadline && ::waitpid(pid, &status, WNOHANG) == 0) {
+    caught = fs::exists(ck) && writing();
+    if (caught) ::kill(pid, SIGKILL);
+    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  if (!caught) ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(caught) << "never saw a checkpoint being written: " << slurp(dir_ / "err");
+  const auto o = hetrain("worker " + fmt_join(flags) + " --resume " + ck.string() + " --max-steps 62",
+                         "RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port()));
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("resumed from"), std::string::npos) << o.out;
+}
+
 }  // namespace
