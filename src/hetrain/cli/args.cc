@@ -34,6 +34,10 @@ Examples:
   hetrain run --config run.toml --epochs 5         # flags from a TOML file; --epochs overrides it
   hetrain bench allreduce -n 4 --algo gloo,ring --sizes 1M,16M,256M
   hetrain report runs/demo-equal.json runs/demo-adaptive.json -o report.html
+  hetrain run -n 4 --checkpoint ck --checkpoint-every 100   # then, on any number of workers:
+  hetrain run -n 5 --resume ck
+  hetrain sim --cluster examples/mixed.toml --epochs 20
+  hetrain plan --inventory examples/inventory.toml --epochs 90 --objective cost
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 hetrain worker --model mlp
   mpirun -np 4 -x MASTER_ADDR=node0 -x MASTER_PORT=29500 hetrain worker --model cnn
 )";
