@@ -18,6 +18,12 @@ struct CostModelConfig {
   double min_batch_spread = 0.1;    // pairs whose batches differ by less (relative) give no slope
   std::size_t min_slopes = 6;       // pairs needed before the overhead is fitted at all
   double max_overhead_share = 0.5;  // a never exceeds this share of the median step time
+  // When every sample of the window has one batch size, a cannot be fitted
+  // and keeps its last value; it is then capped at this looser share, so a
+  // worker squeezed to a tiny batch (where overhead dominates) is not charged
+  // half its step per sample and starved for good: its predicted cost of a
+  // larger batch stays low enough for it to be given one and measured again.
+  double retained_overhead_share = 0.9;
 };
 
 struct Sample {
@@ -79,7 +85,8 @@ class SampleWindow {
 // whose b differ by at least min_batch_spread gives a slope, a is the median
 // residual t - slope * b. Without enough such pairs, a keeps its last value
 // (0 at first). Either way a is capped at max_overhead_share of the median
-// step, so noise can never explain a worker's whole time as overhead (which
+// step (retained_overhead_share when the window holds one batch size), so
+// noise can never explain a worker's whole time as overhead (which
 // would starve it of the batch sizes that could correct the estimate), and
 // the per-sample cost 1/v is the median of (t - a)/b. Medians ignore isolated
 // spikes; a run of `change_run` predictions off by more than
