@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "hetrain/comm/allreduce.h"
@@ -91,10 +92,17 @@ bool disjoint(const Range& a, const Range& b) { return a.end <= b.begin || b.end
 
 template <typename T>
 void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& steps, unsigned sequence) {
-  const std::size_t seg = std::max<std::size_t>(1, kSegmentBytes / sizeof(T));
+  // A segment is at most kSegmentBytes and at most the largest range a step
+  // receives: small messages must not pay for megabytes of landing space.
+  std::size_t largest = 1;
+  for (const Step& st : steps) largest = std::max(largest, st.recv.size());
+  const std::size_t seg = std::min(std::max<std::size_t>(1, kSegmentBytes / sizeof(T)), largest);
   // Landing buffers of reduce steps: two sets of kInFlight + 1 segments, so
   // the next step's receives can be posted while this step's are consumed.
-  std::vector<T> slots(2 * (kInFlight + 1) * seg);
+  // Left uninitialised: every element is received before it is read.
+  const std::size_t slot_count = 2 * (kInFlight + 1) * seg;
+  const auto slot_memory = std::make_unique_for_overwrite<T[]>(slot_count);
+  const std::span<T> slots(slot_memory.get(), slot_count);
   auto tag_of = [&](const Step& st) {
     return static_cast<int>((sequence * kMaxSteps + static_cast<unsigned>(st.tag)) % kTagSpace);
   };
