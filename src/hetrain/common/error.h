@@ -47,6 +47,10 @@ class CommError : public Error {
   explicit CommError(const std::string& what) : Error(what, ExitCode::kComm) {}
 };
 
+// Library errors (c10d's, torch's) carry multi-line backtraces; a one-line
+// message keeps the first line only (docs/errors.md).
+inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 namespace detail {
 template <typename A, typename B>
 std::string enforce_message(const char* expr, const A& a, const B& b, const char* file, int line,

@@ -14,8 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 std::string to_json(const CheckpointMeta& m) {
   nlohmann::json workers = nlohmann::json::array();
   for (const auto& w : m.workers) workers.push_back({{"overhead", w.overhead}, {"speed", w.speed}});

@@ -14,9 +14,11 @@ inline constexpr std::size_t kDefaultGlobalBatch = 64;       // samples per step
 inline constexpr double kDefaultTimeoutSeconds = 120.0;      // rendezvous and collectives
 inline constexpr std::size_t kDefaultSyntheticTrain = 6000;  // samples
 inline constexpr std::size_t kDefaultSyntheticTest = 1000;   // samples
-// MiB per allreduce call. Smaller than DDP's 25 MiB (tuned for NCCL): over Gloo
-// on CPUs, 2 MiB buckets let the reduction of the last layers start early in
-// backward (resnet, 4 workers: 8.3 s with 2 MiB vs 11.6 s with one bucket).
+// MiB per allreduce call. Smaller than DDP's 25 MiB (tuned for NCCL) so the
+// reduction of the last layers can start early in backward. Measured on the
+// 2-core dev machine (resnet, 4 workers): 8.3 s with 2 MiB vs 11.6 s with one
+// bucket while other work loaded it; no gain when it was quiet (overlap 1.04x
+// of --no-overlap, docs/benchmarks.md), since the cores were already busy.
 inline constexpr double kDefaultBucketMb = 2.0;
 
 struct TrainOptions {

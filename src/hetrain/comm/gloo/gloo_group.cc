@@ -25,9 +25,6 @@ InProcessRendezvous::~InProcessRendezvous() = default;
 
 namespace {
 
-// c10 errors carry a multi-line backtrace; users get its first line.
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 template <typename Fn>
 auto translate(const char* what, Fn&& fn) {
   try {
