@@ -14,6 +14,11 @@ Scenarios (4 workers on this one machine):
                the real compute (a device that does not compete for the host's cores), and rank 3 is
                4x slower (--speeds 1,1,1,0.25). With four processes on a 2-core machine this is the
                scenario whose noise comes from the devices, not from the host scheduler.
+  device-equal the device scenario with all workers equal: adaptive's cost over equal, measured where
+               the step-to-step noise (about 1%) is small enough to resolve a 1% difference.
+
+After the table, for each scenario: adaptive / equal run by run (each pair ran
+back to back) and how many times adaptive changed the split.
 
 "seconds" is the training time of --steps steps of global batch B (evaluation
 excluded), the same samples in the same order for every configuration.
@@ -23,7 +28,7 @@ that arrived last (the transfer alone), both measured in the same scenario's
 adaptive runs. Usage:
 
   python3 bench/allocation_bench.py [--reps 3] [--steps 100] [--model cnn] [-b 256]
-                                    [--scenarios homogeneous,emulated,cgroup,device] [--sample-cost-ms 1]
+                                    [--scenarios homogeneous,emulated,cgroup,device,device-equal] [--sample-cost-ms 1]
 """
 import argparse
 import json
@@ -81,7 +86,7 @@ def main():
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--model", default="cnn")
     p.add_argument("-b", "--global-batch", type=int, default=256)
-    p.add_argument("--scenarios", default="homogeneous,emulated,cgroup,device")
+    p.add_argument("--scenarios", default="homogeneous,emulated,cgroup,device,device-equal")
     p.add_argument("--sample-cost-ms", type=float, default=1.0, help="device scenario: sleep per sample")
     p.add_argument("--json", default="", help="also write every run's numbers here")
     a = p.parse_args()
@@ -89,9 +94,10 @@ def main():
     if "cgroup" in scenarios:
         cgroup_up()
     base = ["-b", str(a.global_batch), "--max-steps", str(a.steps)]
-    common = {sc: ["--model", "mlp" if sc == "device" else a.model] + base for sc in scenarios}
+    common = {sc: ["--model", "mlp" if sc.startswith("device") else a.model] + base for sc in scenarios}
     device = ["--sample-cost-ms", str(a.sample_cost_ms)]
-    speeds = {"emulated": ["--speeds", "1,1,1,0.25"], "device": device + ["--speeds", "1,1,1,0.25"]}
+    speeds = {"emulated": ["--speeds", "1,1,1,0.25"], "device": device + ["--speeds", "1,1,1,0.25"],
+              "device-equal": device}
     shares = {"emulated": ["--shares", "4,4,4,1"], "device": ["--shares", "4,4,4,1"]}  # the true speeds
     # elsewhere static profiles its shares
     policies = ["equal", "static", "adaptive", "ddp"]
@@ -142,6 +148,15 @@ def main():
                   f"| {secs['ddp'] / secs[pol]:.2f} | {eff} | {acc:.4f} |")
             dump[f"{sc}/{pol}"] = {"seconds": [sum(e["train_seconds"] for e in d["epochs"]) for d in runs],
                                     "ideal_seconds": ideal}
+    print()
+    for sc in scenarios:
+        pairs = [ad_sec / eq_sec for ad_sec, eq_sec in zip(
+            (sum(e["train_seconds"] for e in d["epochs"]) for d in results[(sc, "adaptive")]),
+            (sum(e["train_seconds"] for e in d["epochs"]) for d in results[(sc, "equal")]))]
+        moves = [sum(1 for x, y in zip(d["allocation"], d["allocation"][1:]) if x != y)
+                 for d in results[(sc, "adaptive")]]
+        print(f"- {sc}: adaptive / equal per pair {' '.join(f'{r:.3f}' for r in pairs)} "
+              f"(median {statistics.median(pairs):.3f}); adaptive changed the split {moves} times")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dump, f, indent=1)

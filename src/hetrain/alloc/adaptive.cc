@@ -97,14 +97,16 @@ void AdaptivePolicy::observe(const Observation& obs) {
     cost_[i].observe({static_cast<double>(obs.local_batch[i]), obs.compute_seconds[i]});
   }
   std::vector<double> errors;  // relative standard error of each worker's prediction
+  bool single = false;         // some worker has one sample: its noise is unknown
   for (const auto& c : cost_) {
     if (!c.fitted() || (!warmed_up_ && c.samples() < config_.min_samples)) return;
+    single = single || c.samples() < 2;
     errors.push_back(kMedianErrorPerScatter * c.relative_scatter() /
                      std::sqrt(static_cast<double>(c.samples())));
   }
   warmed_up_ = true;
-  const double band =
-      std::max(config_.dead_band, config_.noise_bands * *std::max_element(errors.begin(), errors.end()));
+  double band = std::max(config_.dead_band, config_.noise_bands * *std::max_element(errors.begin(), errors.end()));
+  if (single) band = std::max(band, config_.single_sample_band);
   const auto ms = models();
   const SolvedSplit best = solve_split(ms, global_batch_, bounds_);
   const double now = predicted_makespan(ms, split_);

@@ -33,17 +33,22 @@ struct AdaptiveConfig {
   // of `dead_band` and `noise_bands` standard errors of the prediction
   // (relative scatter / sqrt(samples), of the least certain worker): noise
   // inside the band moves nothing, and a noisy machine needs a clearer gain.
-  double dead_band = 0.05;
+  double dead_band = 0.02;
   double noise_bands = 3.0;
   // Samples each worker's model needs before the first move (later, a
-  // detected change may act on CostModelConfig::change_run of them). Few:
-  // the noise band above already scales with 1/sqrt(samples), so a gross
-  // imbalance (a 4x slower worker) moves the split within a few steps while
-  // a small, uncertain gain waits for more samples.
-  std::size_t min_samples = 2;
+  // detected change may act on CostModelConfig::change_run of them). One:
+  // a single sample says nothing about a worker's noise, so until every
+  // worker has two the move must gain at least `single_sample_band` (a
+  // worker over ~2.3x slower than three others). A 4x slower worker is then
+  // rebalanced after the first step, while the first step's scheduling
+  // noise among equal workers (up to 1.7x on the 2-core machine) moves
+  // nothing. After that the noise band scales with 1/sqrt(samples): a
+  // small, uncertain gain waits for more of them.
+  std::size_t min_samples = 1;
+  double single_sample_band = 0.5;
   // Steps ignored at the start. 0: the first step pays for lazy
   // initialisation, but on every worker alike, and the medians of the cost
-  // model shrug it off; a 4x slower worker is then rebalanced after 2 steps.
+  // model shrug it off.
   std::size_t warmup_steps = 0;
 };
 
