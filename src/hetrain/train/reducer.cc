@@ -33,43 +33,107 @@ class ReadyHook final : public torch::autograd::FunctionPostHook {
 GradientReducer::GradientReducer(torch::nn::Module& model, std::span<float> buffer, std::size_t num_params,
                                  comm::Group& group, comm::Algorithm algorithm, std::size_t bucket_elements,
                                  bool overlap)
-    : buffer_(buffer), group_(group), algorithm_(algorithm), bucket_elements_(bucket_elements), overlap_(overlap) {
+    : buffer_(buffer),
+      group_(group),
+      algorithm_(algorithm),
+      bucket_elements_(bucket_elements),
+      overlap_(overlap),
+      params_(model.parameters()) {
   HETRAIN_ENFORCE_LE(num_params, buffer.size());
   HETRAIN_ENFORCE_LT(std::size_t{0}, bucket_elements);
-  auto flat = torch::from_blob(buffer.data(), {static_cast<std::int64_t>(buffer.size())}, torch::kFloat32);
-  auto params = model.parameters();
+  std::size_t count = 0;
+  for (const auto& p : params_) count += static_cast<std::size_t>(p.numel());
+  HETRAIN_ENFORCE_EQ(count, num_params);
+  std::vector<std::size_t> reverse(params_.size());  // reverse module order: backward's, usually
+  for (std::size_t k = 0; k < reverse.size(); ++k) reverse[k] = reverse.size() - 1 - k;
+  lay_out(reverse);
+  recorded_.assign(params_.size(), false);
+  learned_ = !overlap_ || params_.empty();
+  if (!overlap_) return;
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
+    acc->add_post_hook(std::make_unique<ReadyHook>([this, k] { parameter_ready(k); }));
+    accumulators_.push_back(std::move(acc));
+  }
+  thread_ = std::thread([this] { communicate(); });
+}
+
+void GradientReducer::lay_out(const std::vector<std::size_t>& order) {
+  auto flat = torch::from_blob(buffer_.data(), {static_cast<std::int64_t>(buffer_.size())}, torch::kFloat32);
+  order_ = order;
+  offset_of_.assign(params_.size(), 0);
+  bucket_of_.assign(params_.size(), 0);
+  bucket_begin_.clear();
+  bucket_end_.clear();
+  params_in_bucket_.clear();
   std::size_t offset = 0;
-  std::vector<std::size_t> bucket_of(params.size());
-  for (std::size_t k = params.size(); k-- > 0;) {  // reverse module order: backward's order
-    auto& p = params[k];
-    const auto count = static_cast<std::size_t>(p.numel());
+  for (const std::size_t k : order) {
+    auto& p = params_[k];
     if (bucket_end_.empty() || bucket_end_.back() - bucket_begin_.back() >= bucket_elements_) {
       bucket_begin_.push_back(offset);
       bucket_end_.push_back(offset);
       params_in_bucket_.push_back(0);
     }
     p.mutable_grad() = flat.narrow(0, static_cast<std::int64_t>(offset), p.numel()).view_as(p);
-    offset += count;
+    offset_of_[k] = offset;
+    offset += static_cast<std::size_t>(p.numel());
     bucket_end_.back() = offset;
     ++params_in_bucket_.back();
-    bucket_of[k] = bucket_end_.size() - 1;
+    bucket_of_[k] = bucket_end_.size() - 1;
   }
-  HETRAIN_ENFORCE_EQ(offset, num_params);
   if (bucket_end_.empty()) {  // no parameters: one bucket of telemetry
     bucket_begin_.push_back(0);
     bucket_end_.push_back(0);
     params_in_bucket_.push_back(0);
   }
-  bucket_end_.back() = buffer.size();  // the telemetry rides in the last bucket
+  bucket_end_.back() = buffer_.size();  // the telemetry rides in the last bucket
   pending_ = params_in_bucket_;
-  if (!overlap_) return;
-  for (std::size_t k = 0; k < params.size(); ++k) {
-    auto acc = torch::autograd::impl::grad_accumulator(params[k]);
-    const std::size_t b = bucket_of[k];
-    acc->add_post_hook(std::make_unique<ReadyHook>([this, b] { parameter_ready(b); }));
-    accumulators_.push_back(std::move(acc));
+}
+
+std::vector<std::vector<std::size_t>> GradientReducer::bucket_parameters() const {
+  std::vector<std::vector<std::size_t>> out(bucket_end_.size());
+  for (const std::size_t k : order_) out[bucket_of_[k]].push_back(k);
+  return out;
+}
+
+void GradientReducer::relearn_order() {
+  learned_ = true;
+  const std::size_t n = params_.size();
+  // Complete this rank's recording: parameters backward never reached keep
+  // their place relative to each other, after the recorded ones.
+  std::vector<std::size_t> order = observed_;
+  const std::size_t seen = order.size();
+  for (const std::size_t k : order_)
+    if (!recorded_[k]) order.push_back(k);
+  // Agree on one recording: the fullest, the lowest rank on a tie.
+  std::vector<float> counts(static_cast<std::size_t>(group_.size()), 0.0f);
+  counts[static_cast<std::size_t>(group_.rank())] = static_cast<float>(seen);
+  group_.allreduce_sum(counts);
+  const auto root = static_cast<int>(std::max_element(counts.begin(), counts.end()) - counts.begin());
+  std::vector<float> shared(order.begin(), order.end());  // indices < 2^24: exact in float
+  group_.broadcast(shared, root);
+  std::vector<std::size_t> agreed;
+  std::vector<bool> taken(n, false);
+  for (const float f : shared) {
+    const auto k = static_cast<std::size_t>(f);
+    HETRAIN_ENFORCE_LT(k, n);
+    HETRAIN_ENFORCE_EQ(static_cast<bool>(taken[k]), false);  // a permutation
+    taken[k] = true;
+    agreed.push_back(k);
   }
-  thread_ = std::thread([this] { communicate(); });
+  if (agreed == order_) return;
+  // Move the reduced gradients (the optimizer reads them next) to the new
+  // layout. No hook runs between steps; the lock orders this before the
+  // communication thread's next reads.
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<float> old(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(buffer_.size()));
+  const std::vector<std::size_t> old_offset = offset_of_;
+  lay_out(agreed);
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto len = static_cast<std::size_t>(params_[k].numel());
+    std::copy_n(old.begin() + static_cast<std::ptrdiff_t>(old_offset[k]), len,
+                buffer_.begin() + static_cast<std::ptrdiff_t>(offset_of_[k]));
+  }
 }
 
 GradientReducer::~GradientReducer() {
@@ -95,11 +159,15 @@ void GradientReducer::begin_step() {
   cv_.notify_all();
 }
 
-void GradientReducer::parameter_ready(std::size_t bucket) {
+void GradientReducer::parameter_ready(std::size_t param) {
   bool notify = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    notify = --pending_[bucket] == 0;
+    if (!learned_ && !recorded_[param]) {
+      recorded_[param] = true;
+      observed_.push_back(param);
+    }
+    notify = --pending_[bucket_of_[param]] == 0;
   }
   if (notify) cv_.notify_all();
 }
@@ -154,6 +222,10 @@ ReduceTimes GradientReducer::finish() {
   times.exposed_seconds = seconds_since(t0);
   times.hidden_seconds = std::max(0.0, comm_seconds_ - times.exposed_seconds);
   if (error_) std::rethrow_exception(error_);
+  if (!learned_) {
+    lock.unlock();  // the communication thread waits for the next step
+    relearn_order();
+  }
   return times;
 }
 

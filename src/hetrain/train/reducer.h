@@ -15,7 +15,14 @@
 //
 // Every rank issues the same collectives in the same order (bucket index
 // order, whatever order the hooks fire in), so any allreduce algorithm works
-// under it. A rank with an empty slice runs no backward: finish() marks its
+// under it.
+//
+// Re-learning the order (as DDP rebuilds its buckets): module order is only
+// a guess at backward's. During the first step each rank records the order
+// its accumulators actually ran in; at the end of that step the ranks agree
+// on one recording (the fullest, lowest rank first: one small allreduce and
+// one broadcast, once per run) and, if it differs, lay the buffer out again
+// in that order, moving the step's reduced gradients with it. A rank with an empty slice runs no backward: finish() marks its
 // (zero) buckets ready.
 #pragma once
 
@@ -56,9 +63,17 @@ class GradientReducer {
   ReduceTimes finish();
 
   std::size_t buckets() const { return bucket_end_.size(); }
+  // Parameter indices (in model.parameters() order) of each bucket, in the
+  // order they lie in the buffer.
+  std::vector<std::vector<std::size_t>> bucket_parameters() const;
 
  private:
-  void parameter_ready(std::size_t bucket);
+  // Binds the gradients in `order` (parameter indices, the first ready
+  // first) and cuts the buckets.
+  void lay_out(const std::vector<std::size_t>& order);
+  // After the first step's reduction: adopt the observed ready order.
+  void relearn_order();
+  void parameter_ready(std::size_t param);
   void communicate();
 
   std::span<float> buffer_;
@@ -66,8 +81,15 @@ class GradientReducer {
   comm::Algorithm algorithm_;
   std::size_t bucket_elements_;
   bool overlap_;
+  std::vector<torch::Tensor> params_;
+  std::vector<std::size_t> order_;      // parameter indices in buffer order
+  std::vector<std::size_t> offset_of_;  // per parameter: where its gradient lies
+  std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<std::size_t> bucket_begin_, bucket_end_;  // buffer ranges
   std::vector<int> params_in_bucket_;
+  std::vector<std::size_t> observed_;  // ready order seen in the first step
+  std::vector<bool> recorded_;
+  bool learned_ = false;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive for their hooks
 
   std::mutex mu_;
