@@ -131,6 +131,11 @@ void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& step
     const bool early = next != nullptr && next->recv_from != kNoPeer &&
                        (next->reduce || (disjoint(next->recv, st.send) && disjoint(next->recv, st.recv)));
     while (now.can_post()) now.post(group, data, slots, seg);
+    // And the next step's, now: Gloo's transport sends a payload only once
+    // the receiver has posted its receive, so posting one step ahead takes
+    // that round trip off every step boundary (at 1-4 MiB, where a step is
+    // one or two segments, it made the ring faster than Gloo's).
+    while (early && ahead.can_post()) ahead.post(group, data, slots, seg);
     while (!now.pending.empty()) {
       auto p = std::move(now.pending.front());
       now.pending.pop_front();
