@@ -97,7 +97,10 @@ std::vector<std::vector<std::size_t>> GradientReducer::bucket_parameters() const
 }
 
 void GradientReducer::relearn_order() {
-  learned_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    learned_ = true;  // hooks stop recording
+  }
   const std::size_t n = params_.size();
   // Complete this rank's recording: parameters backward never reached keep
   // their place relative to each other, after the recorded ones.
@@ -126,7 +129,7 @@ void GradientReducer::relearn_order() {
   // layout. No hook runs between steps; the lock orders this before the
   // communication thread's next reads.
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<float> old(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(buffer_.size()));
+  const std::vector<float> old(buffer_.begin(), buffer_.end());
   const std::vector<std::size_t> old_offset = offset_of_;
   lay_out(agreed);
   for (std::size_t k = 0; k < n; ++k) {
