@@ -15,15 +15,15 @@
 //
 // Every rank issues the same collectives in the same order (bucket index
 // order, whatever order the hooks fire in), so any allreduce algorithm works
-// under it.
+// under it. A rank with an empty slice runs no backward: finish() marks its
+// (zero) buckets ready.
 //
 // Re-learning the order (as DDP rebuilds its buckets): module order is only
 // a guess at backward's. During the first step each rank records the order
 // its accumulators actually ran in; at the end of that step the ranks agree
 // on one recording (the fullest, lowest rank first: one small allreduce and
 // one broadcast, once per run) and, if it differs, lay the buffer out again
-// in that order, moving the step's reduced gradients with it. A rank with an empty slice runs no backward: finish() marks its
-// (zero) buckets ready.
+// in that order, moving the step's reduced gradients with it.
 #pragma once
 
 #include <torch/torch.h>
@@ -87,9 +87,10 @@ class GradientReducer {
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<std::size_t> bucket_begin_, bucket_end_;  // buffer ranges
   std::vector<int> params_in_bucket_;
+  // Guarded by mu_ (the hooks write them):
   std::vector<std::size_t> observed_;  // ready order seen in the first step
-  std::vector<bool> recorded_;
-  bool learned_ = false;
+  std::vector<bool> recorded_;         // per parameter: in observed_
+  bool learned_ = false;               // the order is settled: record no more
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive for their hooks
 
   std::mutex mu_;
