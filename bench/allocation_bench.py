@@ -159,7 +159,9 @@ def main():
         pairs = [ad_sec / eq_sec for ad_sec, eq_sec in zip(
             (sum(e["train_seconds"] for e in d["epochs"]) for d in results[(sc, "adaptive")]),
             (sum(e["train_seconds"] for e in d["epochs"]) for d in results[(sc, "equal")]))]
-        moves = [sum(1 for x, y in zip(d["allocation"], d["allocation"][1:]) if x != y)
+        # A policy's moves: changes between full global batches (an epoch's last, partial batch scales the
+        # split without the policy moving).
+        moves = [sum(1 for x, y in zip(d["allocation"], d["allocation"][1:]) if x != y and sum(x) == sum(y))
                  for d in results[(sc, "adaptive")]]
         print(f"- {sc}: adaptive / equal per pair {' '.join(f'{r:.3f}' for r in pairs)} "
               f"(median {statistics.median(pairs):.3f}); adaptive changed the split {moves} times")
