@@ -41,9 +41,9 @@ struct AdaptiveConfig {
   // worker has two the move must gain at least `single_sample_band` (a
   // worker over ~2.3x slower than three others). A 4x slower worker is then
   // rebalanced after the first step, while the first step's scheduling
-  // noise among equal workers (up to 1.7x on the 2-core machine) moves
-  // nothing. After that the noise band scales with 1/sqrt(samples): a
-  // small, uncertain gain waits for more of them.
+  // noise among equal workers (1.7x in the one cnn run inspected on the
+  // 2-core machine) moves nothing. After that the noise band scales with
+  // 1/sqrt(samples): a small, uncertain gain waits for more of them.
   std::size_t min_samples = 1;
   double single_sample_band = 0.5;
   // Steps ignored at the start. 0: the first step pays for lazy

@@ -134,7 +134,8 @@ void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& step
     // And the next step's, now: Gloo's transport sends a payload only once
     // the receiver has posted its receive, so posting one step ahead takes
     // that round trip off every step boundary (at 1-4 MiB, where a step is
-    // one or two segments, it made the ring faster than Gloo's).
+    // one or two segments, it brought the ring level with or ahead of
+    // Gloo's in the two runs recorded in docs/benchmarks.md).
     while (early && ahead.can_post()) ahead.post(group, data, slots, seg);
     while (!now.pending.empty()) {
       auto p = std::move(now.pending.front());
