@@ -2,7 +2,9 @@
 """Allocation benchmark: hetrain's equal / static / adaptive against PyTorch DDP.
 
 One run of this script measures every configuration side by side, repeated
---reps times in interleaved order, and prints one table of medians:
+--reps times in interleaved order (the policies' order rotating from one
+repetition to the next: use a multiple of 4 for --reps to give every policy
+every position), and prints one table of medians:
 
   scenario     policy    seconds  x ideal  x equal  efficiency  accuracy
 
@@ -11,14 +13,15 @@ Scenarios (4 workers on this one machine):
   emulated     rank 3 emulated 4x slower (--speeds 1,1,1,0.25: sleeps 3x its compute)
   cgroup       rank 3 really throttled to a quarter CPU by a cgroup v1 CPU quota (root only)
   device       emulated accelerators: model mlp, every sample costs --sample-cost-ms of sleep on top of
-               the real compute (a device that does not compete for the host's cores), and rank 3 is
+               the real compute, slept inside forward and backward where a device would hold the host
+               (src/hetrain/train/device_time.h; the host's cores stay free meanwhile), and rank 3 is
                4x slower (--speeds 1,1,1,0.25). With four processes on a 2-core machine this is the
                scenario whose noise comes from the devices, not from the host scheduler.
   device-equal the device scenario with all workers equal: adaptive's cost over equal, measured where
                the step-to-step noise (about 1%) is small enough to resolve a 1% difference.
 
 After the table, for each scenario: adaptive / equal run by run (each pair ran
-back to back) and how many times adaptive changed the split.
+in the same repetition) and how many times adaptive changed the split.
 
 "seconds" is the training time of --steps steps of global batch B (evaluation
 excluded), the same samples in the same order for every configuration.
@@ -109,7 +112,9 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             for rep in range(a.reps):
                 for sc in scenarios:
-                    for pol in policies:
+                    # The order rotates with the repetition, so no policy always runs first (the
+                    # machine's state drifts; a fixed order biased the pairs by about 2%).
+                    for pol in policies[rep % len(policies):] + policies[:rep % len(policies)]:
                         port += 1
                         out = os.path.join(tmp, f"{sc}-{pol}-{rep}.json")
                         extra = speeds.get(sc, [])

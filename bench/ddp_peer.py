@@ -12,9 +12,10 @@ Launch with bench/launch_local.sh (or torchrun where it works):
 forward+backward time c and sleeps c*(1/s_i - 1) before the optimizer step.
 (DDP's backward includes the gradient allreduce; the slow worker arrives last,
 so its own allreduce wait is only the transfer, and c is essentially compute.)
---sample-cost-ms adds an emulated device's per-sample time (a sleep) to c first,
-as hetrain does; in DDP it falls after the overlapped allreduce, which only moves
-where in the period the others wait, not the period.
+--sample-cost-ms emulates an accelerator as hetrain does (src/hetrain/train/
+device_time.h): b x cost / s_i of sleep, a third right after the forward and the
+rest in each parameter's gradient hook in proportion to its size, which runs
+before DDP's reducer sees the gradient; then c above is the host's compute only.
 Writes a small JSON (wall_seconds, epochs) on rank 0.
 """
 import argparse
@@ -97,6 +98,39 @@ class Cnn(nn.Module):
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
+FORWARD_SHARE = 1.0 / 3.0  # of a step's device time, as hetrain's kForwardShare
+
+
+class DeviceTime:
+    """Emulated device time, slept where a device would hold the host."""
+
+    def __init__(self, params, enabled):
+        params = list(params)
+        total = sum(p.numel() for p in params)
+        self.backward, self.forward, self.slept = 0.0, 0.0, 0.0
+        if enabled:
+            for p in params:
+                p.register_hook(self._hook(p.numel() / total))
+
+    def _hook(self, fraction):
+        def hook(_grad):
+            self._sleep(self.backward * fraction)
+        return hook
+
+    def _sleep(self, seconds):
+        if seconds > 0:
+            t0 = time.perf_counter()
+            time.sleep(seconds)
+            self.slept += time.perf_counter() - t0
+
+    def begin_step(self, seconds):
+        self.slept = 0.0
+        self.forward, self.backward = seconds * FORWARD_SHARE, seconds * (1.0 - FORWARD_SHARE)
+
+    def after_forward(self):
+        self._sleep(self.forward)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "resnet"])
@@ -106,7 +140,7 @@ def main():
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--speeds", default="")
     p.add_argument("--sample-cost-ms", type=float, default=0.0,
-                   help="emulated device: sleep this long per local sample after backward (as hetrain)")
+                   help="emulated device: this many ms per local sample, slept in forward and backward (as hetrain)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--metrics", default="")
@@ -120,6 +154,7 @@ def main():
     torch.manual_seed(a.seed)
     model = nn.parallel.DistributedDataParallel({"mlp": Mlp, "cnn": Cnn, "resnet": ResNet}[a.model]())
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    device = DeviceTime(model.module.parameters(), a.sample_cost_ms > 0)
     xtr, ytr = load("train")
     xte, yte = load("t10k")
     B = a.global_batch
@@ -137,13 +172,14 @@ def main():
                 break
             idx = perm[step * B:(step + 1) * B]
             mine = idx[lo * len(idx) // B:hi * len(idx) // B]
+            device.begin_step(a.sample_cost_ms * len(mine) / 1000.0 / speeds[rank])
             t0 = time.perf_counter()
             opt.zero_grad()
-            loss = F.cross_entropy(model(normalise(xtr[mine])), ytr[mine])
+            out = model(normalise(xtr[mine]))
+            device.after_forward()
+            loss = F.cross_entropy(out, ytr[mine])
             loss.backward()
-            if a.sample_cost_ms > 0:
-                time.sleep(a.sample_cost_ms * len(mine) / 1000.0)
-            c = time.perf_counter() - t0
+            c = time.perf_counter() - t0 - device.slept
             if speeds[rank] < 1.0:
                 time.sleep(c * (1.0 / speeds[rank] - 1.0))
             opt.step()

@@ -89,10 +89,10 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
                  "Largest local batch of any worker (memory cap; 0: none)");
   app.add_option("--speeds", o.speeds,
                  "Emulated relative speeds s_i in (0,1], one per worker: worker i sleeps c*(1/s_i-1) after c "
-                 "seconds of compute")
+                 "seconds of host compute")
       ->delimiter(',');
   app.add_option("--sample-cost-ms", o.sample_cost_ms,
-                 "Synthetic workload: each step also sleeps b x this many ms (before --speeds scaling)");
+                 "Emulated accelerator: each step also takes b x this many ms / s_i, slept in forward and backward");
   app.add_option("--allreduce", o.allreduce,
                  "Gradient allreduce: auto (by message size) | gloo (c10d's) | ring | halving-doubling (hetrain's own)")
       ->capture_default_str();

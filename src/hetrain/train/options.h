@@ -47,7 +47,8 @@ struct TrainOptions {
   std::size_t min_local_batch = 0;
   std::size_t max_local_batch = 0;  // 0 = no cap
 
-  // Heterogeneity emulation: worker i sleeps c*(1/s_i - 1) after computing.
+  // Heterogeneity emulation: worker i sleeps c*(1/s_i - 1) after computing
+  // (c: the host's real compute; emulated device time is divided by s_i).
   std::vector<double> speeds;
   // Time-varying emulation: from global step `step` on, `rank` runs at `speed`.
   struct SpeedChange {
@@ -56,9 +57,10 @@ struct TrainOptions {
     double speed = 1.0;
   };
   std::vector<SpeedChange> slowdowns;
-  // A synthetic workload on top of the real one: each step also sleeps
-  // b x sample_cost_ms (before the speed scaling), so compute is dominated by
-  // a steady, known per-sample cost. For tests and calibration.
+  // An emulated accelerator on top of the real compute: each step also
+  // sleeps b x sample_cost_ms / s_i, inside forward and backward where a
+  // device would hold the host (train/device_time.h), so compute is dominated
+  // by a steady, known per-sample cost and the host's cores stay free.
   double sample_cost_ms = 0.0;
 
   // Running.

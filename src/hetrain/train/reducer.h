@@ -9,7 +9,7 @@
 // run (a post hook counts them down). A communication thread reduces the
 // buckets in index order, each as soon as it is ready, while backward goes
 // on with earlier layers. The last bucket also holds the telemetry, so it is
-// launched only by finish(), after backward and the emulated device time:
+// launched only by finish(), after backward (and its emulated device time):
 // the compute times still ride in the gradient allreduce, at no extra
 // collective.
 //

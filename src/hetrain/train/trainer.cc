@@ -14,6 +14,7 @@
 #include "hetrain/data/synthetic.h"
 #include "hetrain/report/trace.h"
 #include "hetrain/train/checkpoint.h"
+#include "hetrain/train/device_time.h"
 #include "hetrain/train/model.h"
 #include "hetrain/train/reducer.h"
 
@@ -28,6 +29,7 @@ double seconds_since(Clock::time_point t0) {
 // Fashion-MNIST pixel statistics after scaling to [0, 1].
 constexpr double kPixelMean = 0.2860;
 constexpr double kPixelStd = 0.3530;
+constexpr double kSecondsPerMs = 1e-3;
 constexpr double kPixelMax = 255.0;
 constexpr std::int64_t kEvalBatch = 1024;  // samples per evaluation forward
 
@@ -224,6 +226,7 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
   if (!o.resume_dir.empty()) cursor = load_checkpoint(o.resume_dir, cursor, *model, *optimizer);
   GradientReducer reducer(*model, std::span<float>(buffer), num_params, group, comm::parse_algorithm(o.allreduce),
                           bucket_elements(o), o.overlap);
+  DeviceTime device(*model, o.sample_cost_ms > 0.0);
 
   alloc::PolicyConfig pc;
   pc.name = o.policy;
@@ -311,6 +314,10 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
 
       std::fill(buffer.begin(), buffer.end(), 0.0f);
       reducer.begin_step();
+      const double speed = emulated_speed(o, rank, total_steps);
+      // The emulated device's time, slowed by the worker's speed, is slept
+      // inside forward and backward (train/device_time.h).
+      device.begin_step(o.sample_cost_ms * kSecondsPerMs * static_cast<double>(slice.count) / speed);
       const auto t0 = Clock::now();
       double scaled_loss = 0.0;
       if (slice.count > 0) {
@@ -319,19 +326,17 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
         auto x = normalise(train_t.images.index_select(0, idx));
         auto y = train_t.labels.index_select(0, idx);
         auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+        device.after_forward();
         // Scale by b_i/B so the SUM allreduce yields the global-batch mean.
         auto scaled = loss * (static_cast<double>(slice.count) / static_cast<double>(batch));
         scaled.backward();
         scaled_loss = scaled.item<double>();
       }
-      if (o.sample_cost_ms > 0.0) {
-        std::this_thread::sleep_for(
-            std::chrono::duration<double, std::milli>(o.sample_cost_ms * slice.count));
-      }
-      const double device_compute = seconds_since(t0);
-      if (const double speed = emulated_speed(o, rank, total_steps); speed < 1.0) {
-        // Emulated slower device: stretch the compute to c / s.
-        std::this_thread::sleep_for(std::chrono::duration<double>(device_compute * (1.0 / speed - 1.0)));
+      if (speed < 1.0) {
+        // Emulated slower worker: stretch the host's real compute c to c / s
+        // (the device time above is already divided by s).
+        const double real = seconds_since(t0) - device.slept_seconds();
+        std::this_thread::sleep_for(std::chrono::duration<double>(real * (1.0 / speed - 1.0)));
       }
       const double compute = seconds_since(t0);
 
