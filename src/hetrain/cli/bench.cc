@@ -126,14 +126,16 @@ int bench_allreduce_worker(const BenchOptions& o, const comm::WorldInfo& world) 
     std::fflush(stdout);
   }
   // Per size, the algorithms take turns iteration by iteration, so a change
-  // in the machine's load hits them alike (this machine is shared). Each
-  // size's rows are printed as soon as it is done.
+  // in the machine's load hits them alike (this machine is shared), and the
+  // turn order rotates with the iteration, so none always follows the same
+  // one. Each size's rows are printed as soon as it is done.
   for (std::size_t bytes_asked : sizes) {
     std::vector<float> data(bytes_asked / sizeof(float), 1.0f);
     const std::size_t bytes = data.size() * sizeof(float);
     std::vector<std::vector<double>> times(algos.size());
     for (int i = 0; i <= o.iterations; ++i) {
-      for (std::size_t a = 0; a < algos.size(); ++a) {
+      for (std::size_t turn = 0; turn < algos.size(); ++turn) {
+        const std::size_t a = (turn + static_cast<std::size_t>(i)) % algos.size();
         group.barrier();
         const auto t0 = Clock::now();
         comm::allreduce(group, {std::span<float>(data), algos[a]});

@@ -153,7 +153,6 @@ void GradientReducer::begin_step() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_ = params_in_bucket_;
-    finishing_ = false;
     done_ = 0;
     comm_seconds_ = 0.0;
     error_ = nullptr;
@@ -182,9 +181,11 @@ void GradientReducer::communicate() {
     cv_.wait(lock, [&] { return stop_ || step_ != seen; });
     if (stop_) return;
     seen = step_;
+    // Every bucket but the last: that one carries the telemetry and goes
+    // from finish(), on the training thread.
     const std::size_t last = bucket_end_.size() - 1;
-    for (std::size_t b = 0; b <= last; ++b) {
-      cv_.wait(lock, [&] { return stop_ || (pending_[b] <= 0 && (b != last || finishing_)); });
+    for (std::size_t b = 0; b < last; ++b) {
+      cv_.wait(lock, [&] { return stop_ || pending_[b] <= 0; });
       if (stop_) return;
       lock.unlock();
       const auto t0 = Clock::now();
@@ -199,7 +200,7 @@ void GradientReducer::communicate() {
       comm_seconds_ += took;
       if (failed) {
         error_ = failed;
-        done_ = bucket_end_.size();  // the rest would only wait for a dead peer
+        done_ = last;  // the rest would only wait for a dead peer
         cv_.notify_all();
         break;
       }
@@ -218,17 +219,23 @@ ReduceTimes GradientReducer::finish() {
     return times;
   }
   std::unique_lock<std::mutex> lock(mu_);
-  finishing_ = true;
   for (auto& p : pending_) p = 0;  // parameters backward did not reach hold zeros
   cv_.notify_all();
-  cv_.wait(lock, [&] { return done_ == bucket_end_.size(); });
-  times.exposed_seconds = seconds_since(t0);
-  times.hidden_seconds = std::max(0.0, comm_seconds_ - times.exposed_seconds);
+  const std::size_t last = bucket_end_.size() - 1;
+  cv_.wait(lock, [&] { return done_ >= last; });
   if (error_) std::rethrow_exception(error_);
-  if (!learned_) {
-    lock.unlock();  // the communication thread waits for the next step
-    relearn_order();
-  }
+  const double earlier_seconds = comm_seconds_;
+  lock.unlock();  // the communication thread is idle until the next step
+  // The last bucket, on this thread: it could only start now, and a hand-off
+  // to the communication thread and back would add two wake-ups to every
+  // step (the whole reduction, when the gradients fit one bucket).
+  const auto t_last = Clock::now();
+  comm::allreduce(group_, {buffer_.subspan(bucket_begin_[last], bucket_end_[last] - bucket_begin_[last]),
+                           algorithm_, 0});
+  const double comm_seconds = earlier_seconds + seconds_since(t_last);
+  times.exposed_seconds = seconds_since(t0);
+  times.hidden_seconds = std::max(0.0, comm_seconds - times.exposed_seconds);
+  if (!learned_) relearn_order();
   return times;
 }
 

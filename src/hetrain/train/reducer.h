@@ -9,9 +9,9 @@
 // run (a post hook counts them down). A communication thread reduces the
 // buckets in index order, each as soon as it is ready, while backward goes
 // on with earlier layers. The last bucket also holds the telemetry, so it is
-// launched only by finish(), after backward (and its emulated device time):
-// the compute times still ride in the gradient allreduce, at no extra
-// collective.
+// reduced only by finish(), after backward (and its emulated device time),
+// on the training thread once the others are done: the compute times still
+// ride in the gradient allreduce, at no extra collective.
 //
 // Every rank issues the same collectives in the same order (bucket index
 // order, whatever order the hooks fire in), so any allreduce algorithm works
@@ -97,7 +97,6 @@ class GradientReducer {
   std::condition_variable cv_;
   std::vector<int> pending_;   // parameters still to accumulate, per bucket
   std::size_t step_ = 0;       // bumped by begin_step: wakes the communication thread
-  bool finishing_ = false;     // finish() called: the last bucket may go
   std::size_t done_ = 0;       // buckets reduced this step
   double comm_seconds_ = 0.0;  // spent reducing this step
   bool stop_ = false;
