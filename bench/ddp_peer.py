@@ -14,8 +14,9 @@ forward+backward time c and sleeps c*(1/s_i - 1) before the optimizer step.
 so its own allreduce wait is only the transfer, and c is essentially compute.)
 --sample-cost-ms emulates an accelerator as hetrain does (src/hetrain/train/
 device_time.h): b x cost / s_i of sleep, a third right after the forward and the
-rest in each parameter's gradient hook in proportion to its size, which runs
-before DDP's reducer sees the gradient; then c above is the host's compute only.
+rest in each parameter's gradient hook, shared out where the host's backward
+spends its time, which runs before DDP's reducer sees the gradient; then c above
+is the host's compute only.
 Writes a small JSON (wall_seconds, epochs) on rank 0.
 """
 import argparse
@@ -102,19 +103,29 @@ FORWARD_SHARE = 1.0 / 3.0  # of a step's device time, as hetrain's kForwardShare
 
 
 class DeviceTime:
-    """Emulated device time, slept where a device would hold the host."""
+    """Emulated device time, slept where a device would hold the host.
+
+    As hetrain's (src/hetrain/train/device_time.h): each parameter's share of
+    the backward is the host's backward time up to its hook, summed over the
+    steps so far (the first step splits by parameter count)."""
 
     def __init__(self, params, enabled):
-        params = list(params)
+        params = [p for p in params if p.requires_grad]
         total = sum(p.numel() for p in params)
         self.backward, self.forward, self.slept = 0.0, 0.0, 0.0
+        self.numel_share = [p.numel() / total for p in params] if params else []
+        self.share = list(self.numel_share)
+        self.host = [0.0] * len(params)
+        self.mark = time.perf_counter()
         if enabled:
-            for p in params:
-                p.register_hook(self._hook(p.numel() / total))
+            for k, p in enumerate(params):
+                p.register_hook(self._hook(k))
 
-    def _hook(self, fraction):
+    def _hook(self, k):
         def hook(_grad):
-            self._sleep(self.backward * fraction)
+            self.host[k] += time.perf_counter() - self.mark
+            self._sleep(self.backward * self.share[k])
+            self.mark = time.perf_counter()
         return hook
 
     def _sleep(self, seconds):
@@ -125,10 +136,13 @@ class DeviceTime:
 
     def begin_step(self, seconds):
         self.slept = 0.0
+        measured = sum(self.host)
+        self.share = [h / measured for h in self.host] if measured > 0 else list(self.numel_share)
         self.forward, self.backward = seconds * FORWARD_SHARE, seconds * (1.0 - FORWARD_SHARE)
 
     def after_forward(self):
         self._sleep(self.forward)
+        self.mark = time.perf_counter()  # the backward starts now
 
 
 def main():
@@ -175,9 +189,8 @@ def main():
             device.begin_step(a.sample_cost_ms * len(mine) / 1000.0 / speeds[rank])
             t0 = time.perf_counter()
             opt.zero_grad()
-            out = model(normalise(xtr[mine]))
+            loss = F.cross_entropy(model(normalise(xtr[mine])), ytr[mine])
             device.after_forward()
-            loss = F.cross_entropy(out, ytr[mine])
             loss.backward()
             c = time.perf_counter() - t0 - device.slept
             if speeds[rank] < 1.0:

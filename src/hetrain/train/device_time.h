@@ -4,12 +4,22 @@
 // host waits, its cores free for communication. The emulation puts a sleep
 // where the device would hold the host: kForwardShare of the step's device
 // time right after the forward, the rest during backward, in each
-// parameter's gradient hook in proportion to the parameter's size. The hook
-// runs before the gradient is accumulated, so the reducer (train/reducer.h)
-// sees the gradient only after its layer's device time, as it would on a
-// device, and overlapped communication can use the idle cores meanwhile. A
-// sleep after backward instead would let communication hide behind device
-// time that on a real device comes before the gradients exist.
+// parameter's gradient hook. The hook runs before the gradient is
+// accumulated, so the reducer (train/reducer.h) sees the gradient only after
+// its layer's device time, as it would on a device, and overlapped
+// communication can use the idle cores meanwhile. A sleep after backward
+// instead would let communication hide behind device time that on a real
+// device comes before the gradients exist.
+//
+// A parameter's share of the backward is where the work is, not where the
+// parameters are: a device spends backward time in proportion to each
+// layer's arithmetic, and a convolution holds few parameters but does most of
+// a residual network's (its fc1 holds 89% of the parameters and under a tenth
+// of the arithmetic). So the shares are learned from the host's own backward:
+// the host seconds from the previous hook (or the backward's start) to each
+// hook, summed over every step so far. The first step, with nothing measured,
+// splits by parameter count. Shares only move the sleeps; a step's total is
+// its device time either way.
 //
 // bench/ddp_peer.py emulates PyTorch DDP's device the same way.
 #pragma once
@@ -17,6 +27,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <vector>
 
 namespace hetrain::train {
 
@@ -36,6 +47,9 @@ class DeviceTime {
   void after_forward();
   // Seconds actually slept since begin_step (sleeps overshoot a little).
   double slept_seconds() const;
+  // Per parameter (model.parameters() order): its share of this step's
+  // backward device time (empty when disabled).
+  std::vector<double> backward_shares() const;
 
  private:
   struct State;
