@@ -84,11 +84,13 @@ TEST(Allreduce, UnknownAlgorithmIsAUsageError) {
   EXPECT_THROW(parse_algorithm("tree"), UsageError);
 }
 
-TEST(Allreduce, AutoPicksHalvingDoublingForSmallMessagesAndTheRingForLarge) {
+TEST(Allreduce, AutoPicksHalvingDoublingForSmallMessagesTheRingForLargeAndGlooForTheLargest) {
   EXPECT_EQ(choose_algorithm(0), Algorithm::kHalvingDoubling);
   EXPECT_EQ(choose_algorithm(kAutoRingFromBytes - 1), Algorithm::kHalvingDoubling);
   EXPECT_EQ(choose_algorithm(kAutoRingFromBytes), Algorithm::kRing);
-  EXPECT_EQ(choose_algorithm(std::size_t{1} << 30), Algorithm::kRing);
+  EXPECT_EQ(choose_algorithm(kAutoGlooFromBytes - 1), Algorithm::kRing);
+  EXPECT_EQ(choose_algorithm(kAutoGlooFromBytes), Algorithm::kGloo);
+  EXPECT_EQ(choose_algorithm(std::size_t{1} << 30), Algorithm::kGloo);
 }
 
 }  // namespace

@@ -48,7 +48,8 @@ Algorithm parse_algorithm(const std::string& name) {
 }
 
 Algorithm choose_algorithm(std::size_t bytes) {
-  return bytes < kAutoRingFromBytes ? Algorithm::kHalvingDoubling : Algorithm::kRing;
+  if (bytes < kAutoRingFromBytes) return Algorithm::kHalvingDoubling;
+  return bytes < kAutoGlooFromBytes ? Algorithm::kRing : Algorithm::kGloo;
 }
 
 const char* algorithm_name(Algorithm a) {
