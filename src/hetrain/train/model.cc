@@ -88,7 +88,7 @@ class BasicBlock final : public torch::nn::Module {
 
 // A CIFAR-style residual network for overlap benchmarks: a 3x3 stem, three
 // stages of one basic block at 32, 64 and 128 channels (the last two halve
-// the size), then fc 512 and the classifier. 3.6M parameters for 28x28
+// the size), then fc 512 and the classifier. 3.5M parameters for 28x28
 // inputs, most of them in fc1, whose gradient backward produces first.
 class ResNet final : public Model {
  public:
