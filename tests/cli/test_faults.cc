@@ -90,8 +90,10 @@ int wait_until(pid_t pid, Clock::time_point deadline) {
 
 // Rank 1 of three is killed while the others are inside a ring allreduce of
 // 64 MiB (it runs for many seconds; the kill comes 1 s after the first,
-// small size finished). The survivors must each fail with a one-line
-// communication error (exit code 4) naming a peer, within the timeout, not hang.
+// small size finished; the ranks line up between calls with a small ring
+// allreduce too, so the kill always lands in a ring). The survivors must each
+// fail with a one-line communication error (exit code 4) naming a peer,
+// within the timeout, not hang.
 TEST_F(Cli, APeerDyingInTheMiddleOfARingAllreduceFailsTheOthersCleanly) {
   const int n = 3, port = free_port();
   const std::vector<std::string> args{"bench",   "allreduce", "--as-worker", "--algo",    "ring",
