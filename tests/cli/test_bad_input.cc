@@ -105,6 +105,13 @@ TEST_F(Cli, EveryBadInputGivesOneLineAndItsExitCode) {
       {"unknown flag", "run -n 2 --no-such-flag", 2, "--no-such-flag"},
       {"unwritable metrics file", "run -n 2 --metrics /proc/none/m.json" + q, 3, "cannot write /proc/none/m.json"},
       {"--checkpoint-every without --checkpoint", "run -n 2 --checkpoint-every 5" + q, 2, "needs --checkpoint"},
+      {"bench size with an unknown unit", "bench allreduce -n 2 --sizes 1T", 2, "unknown unit"},
+      {"negative bench size", "bench allreduce -n 2 --sizes=-1", 2, "is not a number of bytes"},
+      {"bench size overflowing", "bench allreduce -n 2 --sizes 99999999999999G", 2, "is too large"},
+      {"bench size beyond the machine's memory", "bench allreduce -n 2 --sizes 99999G", 2, "of memory"},
+      {"bench size not whole floats", "bench allreduce -n 2 --sizes 6", 2, "multiple of 4 bytes"},
+      {"bench --iters 0", "bench allreduce -n 2 --iters 0", 2, "--iters must be >= 1"},
+      {"unknown bench algorithm", "bench allreduce -n 2 --algo tree", 2, "unknown allreduce algorithm 'tree'"},
       {"port already in use", "worker --master-port " + std::to_string(port) + q, 4, "already in use"},
   };
   for (const auto& c : cases) {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -133,6 +134,34 @@ TEST_F(Cli, HelpListsTheSubcommandsAndExamples) {
   EXPECT_NE(o.out.find("run"), std::string::npos);
   EXPECT_NE(o.out.find("worker"), std::string::npos);
   EXPECT_NE(o.out.find("mpirun"), std::string::npos);
+}
+
+
+// `hetrain bench allreduce` prints the machine's reference line and one row
+// per algorithm and size, nccl-tests style: bus bandwidth = algbw x 2(N-1)/N.
+TEST_F(Cli, BenchAllreducePrintsOneRowPerAlgorithmAndSize) {
+  const int n = 3;
+  const auto o = hetrain("bench allreduce -n " + std::to_string(n) +
+                         " --algo gloo,ring,halving-doubling --sizes 4K,64K --iters 2 --timeout 60");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("# reference: memcpy"), std::string::npos) << o.out;
+  std::istringstream in(o.out);
+  std::map<std::pair<std::string, long>, int> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string algo;
+    long bytes = 0, count = 0;
+    double us = 0, algbw = 0, busbw = 0;
+    ASSERT_TRUE(ls >> algo >> bytes >> count >> us >> algbw >> busbw) << line;
+    EXPECT_EQ(count * 4, bytes) << line;
+    EXPECT_GT(us, 0.0) << line;
+    EXPECT_NEAR(busbw, algbw * 2.0 * (n - 1) / n, 0.002) << line;  // both printed to 3 decimals
+    ++rows[{algo, bytes}];
+  }
+  EXPECT_EQ(rows.size(), 6u) << o.out;
+  for (const auto& algo : {"gloo", "ring", "halving-doubling"})
+    for (long bytes : {4096L, 65536L}) EXPECT_EQ((rows[{algo, bytes}]), 1) << algo << " " << bytes << "\n" << o.out;
 }
 
 }  // namespace

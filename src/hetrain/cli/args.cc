@@ -247,8 +247,7 @@ int dispatch(int argc, char** argv) {
   if (auto rc = run_sim_commands(sim_cmds)) return *rc;
   if (report->parsed()) return run_report(report_opts);
   if (bench_allreduce->parsed()) {
-    for (const auto& size : bench_opts.sizes) parse_bytes(size);  // fail before starting processes
-    for (const auto& a : bench_opts.algorithms) comm::parse_algorithm(a);
+    check_bench_options(bench_opts, bench_n, physical_memory_bytes());  // fail before starting processes
     if (bench_as_worker) return bench_allreduce_worker(bench_opts, comm::world_from_env(comm::process_env()));
     LaunchPlan plan;
     plan.nproc = bench_n;

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "hetrain/comm/allreduce.h"
@@ -22,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kReferenceBytes = std::size_t{256} << 20;  // per reference measurement
 constexpr int kReferenceRepeats = 3;
 constexpr double kGiga = 1e9;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -96,6 +99,10 @@ void align(comm::Group& group) {
 }  // namespace
 
 std::size_t parse_bytes(const std::string& text) {
+  // std::stoull would take "-1" (as 2^64 - 1) and leading blanks: digits first.
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text.front())) == 0) {
+    throw UsageError(fmt::format("size '{}' is not a number of bytes (e.g. 64K, 1M, 256M)", text));
+  }
   std::size_t value = 0, pos = 0;
   try {
     value = std::stoull(text, &pos);
@@ -112,15 +119,42 @@ std::size_t parse_bytes(const std::string& text) {
     shift = 30;
   else if (!unit.empty())
     throw UsageError(fmt::format("size '{}' has an unknown unit (use K, M or G)", text));
+  if (value > (std::numeric_limits<std::size_t>::max() >> shift)) {
+    throw UsageError(fmt::format("size '{}' is too large", text));
+  }
   return value << shift;
 }
 
+std::vector<std::size_t> check_bench_options(const BenchOptions& o, int nproc, std::size_t memory_bytes) {
+  if (o.iterations < 1) throw UsageError("--iters must be >= 1");
+  for (const auto& a : o.algorithms) comm::parse_algorithm(a);
+  std::vector<std::size_t> sizes;
+  for (const auto& text : o.sizes) {
+    const std::size_t bytes = parse_bytes(text);
+    if (bytes % sizeof(float) != 0) {
+      throw UsageError(fmt::format("size '{}' is not a whole number of float32 values (a multiple of {} bytes)",
+                                   text, sizeof(float)));
+    }
+    // Every process holds one buffer of the size at a time.
+    if (bytes > memory_bytes / static_cast<std::size_t>(std::max(nproc, 1))) {
+      throw UsageError(fmt::format("size '{}' on {} processes needs more than this machine's {:.1f} GiB of memory",
+                                   text, nproc, static_cast<double>(memory_bytes) / kGiB));
+    }
+    sizes.push_back(bytes);
+  }
+  return sizes;
+}
+
+std::size_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<std::size_t>::max();  // unknown: no cap
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+}
+
 int bench_allreduce_worker(const BenchOptions& o, const comm::WorldInfo& world) {
+  const std::vector<std::size_t> sizes = check_bench_options(o, world.world_size, physical_memory_bytes());
   std::vector<comm::Algorithm> algos;
   for (const auto& a : o.algorithms) algos.push_back(comm::parse_algorithm(a));
-  std::vector<std::size_t> sizes;
-  for (const auto& s : o.sizes) sizes.push_back(parse_bytes(s));
-  if (o.iterations < 1) throw UsageError("--iters must be >= 1");
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));
   comm::Group group = comm::connect_gloo(world, timeout);
   const int n = group.size();

@@ -20,6 +20,15 @@ struct BenchOptions {
 // Parses "64K", "1M", "2G" or plain bytes (powers of 1024); throws UsageError.
 std::size_t parse_bytes(const std::string& text);
 
+// Checks the options before any process starts: --iters, the algorithms, and
+// each size (whole float32 values; one buffer per process must fit in
+// `memory_bytes` on `nproc` processes). Returns the sizes in bytes; throws
+// UsageError.
+std::vector<std::size_t> check_bench_options(const BenchOptions& options, int nproc, std::size_t memory_bytes);
+
+// This machine's physical memory (the largest size_t if unknown).
+std::size_t physical_memory_bytes();
+
 // Runs on every rank of `world`; rank 0 prints the table. Returns 0.
 int bench_allreduce_worker(const BenchOptions& options, const comm::WorldInfo& world);
 
