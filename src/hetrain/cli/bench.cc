@@ -132,13 +132,14 @@ std::vector<std::size_t> check_bench_options(const BenchOptions& o, int nproc, s
   for (const auto& text : o.sizes) {
     const std::size_t bytes = parse_bytes(text);
     if (bytes % sizeof(float) != 0) {
-      throw UsageError(fmt::format("size '{}' is not a whole number of float32 values (a multiple of {} bytes)",
-                                   text, sizeof(float)));
+      throw UsageError(fmt::format(
+          "size '{}' is not a whole number of float32 values (a multiple of {} bytes)", text, sizeof(float)));
     }
     // Every process holds one buffer of the size at a time.
     if (bytes > memory_bytes / static_cast<std::size_t>(std::max(nproc, 1))) {
-      throw UsageError(fmt::format("size '{}' on {} processes needs more than this machine's {:.1f} GiB of memory",
-                                   text, nproc, static_cast<double>(memory_bytes) / kGiB));
+      throw UsageError(
+          fmt::format("size '{}' on {} processes needs more than this machine's {:.1f} GiB of memory", text,
+                      nproc, static_cast<double>(memory_bytes) / kGiB));
     }
     sizes.push_back(bytes);
   }
@@ -198,8 +199,8 @@ int bench_allreduce_worker(const BenchOptions& o, const comm::WorldInfo& world) 
       const double algbw = t > 0 ? static_cast<double>(bytes) / t / kGiga : 0.0;
       const double busbw = algbw * 2.0 * (n - 1) / n;
       if (talk) {
-        fmt::print("{:>7} {:>12} {:>12} {:>10.1f} {:>10.3f} {:>10.3f}\n", comm::algorithm_name(algos[a]), bytes,
-                   data.size(), t * 1e6, algbw, busbw);
+        fmt::print("{:>7} {:>12} {:>12} {:>10.1f} {:>10.3f} {:>10.3f}\n", comm::algorithm_name(algos[a]),
+                   bytes, data.size(), t * 1e6, algbw, busbw);
       }
     }
     if (talk) std::fflush(stdout);

@@ -13,7 +13,7 @@ namespace hetrain::cli {
 struct BenchOptions {
   std::vector<std::string> algorithms{"gloo", "ring", "halving-doubling"};
   std::vector<std::string> sizes{"1K", "64K", "1M", "16M", "64M", "256M"};  // bytes, K/M/G suffixes
-  int iterations = 5;      // timed, after one warm-up
+  int iterations = 5;                                                       // timed, after one warm-up
   double timeout_seconds = 300.0;
 };
 
@@ -24,7 +24,8 @@ std::size_t parse_bytes(const std::string& text);
 // each size (whole float32 values; one buffer per process must fit in
 // `memory_bytes` on `nproc` processes). Returns the sizes in bytes; throws
 // UsageError.
-std::vector<std::size_t> check_bench_options(const BenchOptions& options, int nproc, std::size_t memory_bytes);
+std::vector<std::size_t> check_bench_options(const BenchOptions& options, int nproc,
+                                             std::size_t memory_bytes);
 
 // This machine's physical memory (the largest size_t if unknown).
 std::size_t physical_memory_bytes();
