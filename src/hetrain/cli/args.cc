@@ -247,8 +247,9 @@ int dispatch(int argc, char** argv) {
   if (auto rc = run_sim_commands(sim_cmds)) return *rc;
   if (report->parsed()) return run_report(report_opts);
   if (bench_allreduce->parsed()) {
-    check_bench_options(bench_opts, bench_n, physical_memory_bytes());  // fail before starting processes
+    // A worker checks against its world's size; the launcher before starting any process.
     if (bench_as_worker) return bench_allreduce_worker(bench_opts, comm::world_from_env(comm::process_env()));
+    check_bench_options(bench_opts, bench_n, physical_memory_bytes());
     LaunchPlan plan;
     plan.nproc = bench_n;
     for (int i = 1; i < argc; ++i) plan.worker_args.emplace_back(argv[i]);

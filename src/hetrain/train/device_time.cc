@@ -10,9 +10,9 @@ namespace hetrain::train {
 using Clock = std::chrono::steady_clock;
 
 struct DeviceTime::State {
-  double backward_seconds = 0.0;  // this step's backward device time
-  std::vector<double> share;      // per parameter: its share of this step's backward
-  std::vector<double> numel_share;
+  double backward_seconds = 0.0;     // this step's backward device time
+  std::vector<double> share;         // per parameter: its share of this step's backward
+  std::vector<double> numel_share;   // per parameter: its share of the trained parameters (step 1's split)
   std::vector<double> host_seconds;  // per parameter: host backward time before its hook, all steps
   Clock::time_point mark;            // the end of the forward's sleep, then of the last hook
   // Written by the backward's hooks, read by the training thread after
