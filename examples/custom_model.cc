@@ -81,7 +81,7 @@ int run() {
   ht::train::set_compute_threads(1);
   const ht::data::DataSplit data{make_rows(2048, 1), make_rows(512, 2)};
 
-  auto on_epoch = [&](const ht::train::EpochRecord& e, const ht::train::RunMetrics&) {
+  auto on_epoch = [&](const ht::record::EpochRecord& e, const ht::record::RunMetrics&) {
     if (group.rank() == 0)
       fmt::print("epoch {}  loss {:.4f}  test accuracy {:.4f}\n", e.epoch, e.train_loss, e.test_accuracy);
   };

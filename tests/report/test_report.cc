@@ -7,8 +7,8 @@
 
 #include "hetrain/common/error.h"
 #include "hetrain/report/html.h"
-#include "hetrain/report/run.h"
-#include "hetrain/train/metrics.h"
+#include "hetrain/record/run.h"
+#include "hetrain/record/metrics.h"
 
 namespace hetrain::report {
 namespace {
@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 // A metrics document as the trainer writes it.
 std::string metrics_text(const std::string& policy, std::size_t steps, double slow_compute) {
-  train::RunMetrics m;
+  record::RunMetrics m;
   m.world_size = 2;
   m.policy = policy;
   m.model = "mlp";
@@ -28,18 +28,18 @@ std::string metrics_text(const std::string& policy, std::size_t steps, double sl
     m.epochs.push_back(
         {e, 1.5, static_cast<double>(steps) * slow_compute / 2, 1.0 / static_cast<double>(e), 0.7 + 0.1 * e});
   for (std::size_t s = 0; s < steps; ++s) {
-    train::StepRecord r;
+    record::StepRecord r;
     r.local_batch = {32 + s % 8, 32 - s % 8};
     r.compute_seconds = {0.01, slow_compute};
     r.wait_seconds = {slow_compute - 0.01, 0.001};
     m.steps.push_back(r);
   }
-  return train::to_json(m);
+  return record::to_json(m);
 }
 
 std::string error_of(const std::string& text) {
   try {
-    parse_run(text, "runs/x.json");
+    record::parse_run(text, "runs/x.json");
   } catch (const DataError& e) {
     return e.what();
   }
@@ -53,7 +53,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST(ParseRun, ReadsWhatTheTrainerWrites) {
-  const report::Run r = parse_run(metrics_text("adaptive", 10, 0.04), "runs/demo-adaptive.json");
+  const record::Run r = record::parse_run(metrics_text("adaptive", 10, 0.04), "runs/demo-adaptive.json");
   EXPECT_EQ(r.label, "demo-adaptive");
   EXPECT_EQ(r.policy, "adaptive");
   EXPECT_EQ(r.world_size, 2);
@@ -87,17 +87,17 @@ TEST(ParseRun, RejectsBadInputInOneLineNamingTheFile) {
 
 TEST(LoadRun, MissingFileIsADataError) {
   try {
-    load_run("/nonexistent/run.json");
+    record::load_run("/nonexistent/run.json");
     FAIL() << "no error";
   } catch (const DataError& e) {
     EXPECT_EQ(std::string(e.what()), "cannot read /nonexistent/run.json: No such file or directory");
   }
-  EXPECT_THROW(load_run(fs::temp_directory_path().string()), DataError);
+  EXPECT_THROW(record::load_run(fs::temp_directory_path().string()), DataError);
 }
 
 TEST(RenderHtml, HoldsEveryPlotWithDrawnElementsAndTheComparison) {
-  const std::vector<report::Run> runs = {parse_run(metrics_text("equal", 20, 0.04), "equal.json"),
-                                         parse_run(metrics_text("adaptive", 20, 0.02), "adaptive.json")};
+  const std::vector<record::Run> runs = {record::parse_run(metrics_text("equal", 20, 0.04), "equal.json"),
+                                         record::parse_run(metrics_text("adaptive", 20, 0.02), "adaptive.json")};
   const std::string html = render_html(runs);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   const auto ids = plot_ids(runs.size());
@@ -123,7 +123,7 @@ TEST(RenderHtml, HoldsEveryPlotWithDrawnElementsAndTheComparison) {
 }
 
 TEST(RenderHtml, OneRunHasNoComparisonAndLabelsAreEscaped) {
-  report::Run r = parse_run(metrics_text("equal", 5, 0.04), "a<b>.json");
+  record::Run r = record::parse_run(metrics_text("equal", 5, 0.04), "a<b>.json");
   const std::string html = render_html({r});
   EXPECT_EQ(html.find("compare-"), std::string::npos);
   EXPECT_NE(html.find("a&lt;b&gt;"), std::string::npos);
@@ -131,7 +131,7 @@ TEST(RenderHtml, OneRunHasNoComparisonAndLabelsAreEscaped) {
 }
 
 TEST(RenderHtml, LongRunsAreAveragedToABoundedNumberOfPoints) {
-  const std::string html = render_html({parse_run(metrics_text("equal", 5000, 0.04), "long.json")});
+  const std::string html = render_html({record::parse_run(metrics_text("equal", 5000, 0.04), "long.json")});
   const auto at = html.find("<svg id=\"split-0\"");
   const auto path = html.find("<path class=\"data line\"", at);
   const auto end = html.find('"', html.find("d=\"", path) + 3);

@@ -6,7 +6,7 @@
 #include "hetrain/common/error.h"
 #include "hetrain/sim/calibrate.h"
 #include "hetrain/sim/simulator.h"
-#include "hetrain/train/metrics.h"
+#include "hetrain/record/metrics.h"
 
 namespace hetrain::sim {
 namespace {
@@ -14,8 +14,8 @@ namespace {
 // A run measured on workers of 100, 200, 300 samples/s with 10 ms overhead,
 // an allreduce of 8 ms and 2 ms of optimizer per step; the first step pays
 // 1 s of lazy initialisation on rank 0.
-train::RunMetrics measured_run() {
-  train::RunMetrics m;
+record::RunMetrics measured_run() {
+  record::RunMetrics m;
   m.world_size = 3;
   m.policy = "adaptive";
   m.global_batch = 60;
@@ -24,7 +24,7 @@ train::RunMetrics measured_run() {
       {20, 20, 20}, {10, 20, 30}, {12, 18, 30}, {8, 22, 30}};
   double total = 0.0;
   for (std::size_t k = 0; k < 40; ++k) {
-    train::StepRecord s;
+    record::StepRecord s;
     s.local_batch = splits[k % splits.size()];
     for (std::size_t i = 0; i < 3; ++i) {
       s.compute_seconds.push_back(0.01 + static_cast<double>(s.local_batch[i]) / speed[i]);
@@ -35,7 +35,7 @@ train::RunMetrics measured_run() {
     total += slowest + 0.008 + 0.002;
     m.steps.push_back(s);
   }
-  train::EpochRecord e;
+  record::EpochRecord e;
   e.epoch = 1;
   e.train_seconds = total;
   m.epochs.push_back(e);
@@ -43,7 +43,7 @@ train::RunMetrics measured_run() {
 }
 
 TEST(Calibrate, RecoversSpeedsOverheadsAndTheNetwork) {
-  const MeasuredRun run = parse_run(train::to_json(measured_run()), "run.json");
+  const MeasuredRun run = parse_run(record::to_json(measured_run()), "run.json");
   ASSERT_EQ(run.allocation.size(), 40u);
   Cluster base;
   base.gradient_bytes = 3000;
@@ -67,7 +67,7 @@ TEST(Calibrate, PredictsTheStaticSplitOfTheFittedWorkers) {
   Cluster base;
   base.gradient_bytes = 3000;
   base.network.bandwidth = 1e6;
-  const Cluster c = calibrate(parse_run(train::to_json(measured_run()), "run.json"), base);
+  const Cluster c = calibrate(parse_run(record::to_json(measured_run()), "run.json"), base);
   SimOptions o;
   o.policy = "static";
   o.shares = {1, 2, 3};
@@ -77,9 +77,9 @@ TEST(Calibrate, PredictsTheStaticSplitOfTheFittedWorkers) {
 }
 
 TEST(Calibrate, EqualBatchesGiveNoOverheadAndAMeanSpeed) {
-  train::RunMetrics m = measured_run();
+  record::RunMetrics m = measured_run();
   for (auto& s : m.steps) s.local_batch = {20, 20, 20};
-  const Cluster c = calibrate(parse_run(train::to_json(m), "run.json"), Cluster{});
+  const Cluster c = calibrate(parse_run(record::to_json(m), "run.json"), Cluster{});
   EXPECT_EQ(c.groups[0].overhead, 0.0);
   EXPECT_GT(c.groups[0].speed, 0.0);
 }
@@ -89,7 +89,10 @@ TEST(Calibrate, NotAMetricsFileIsADataErrorNamingIt) {
     parse_run(R"({"world_size": 2, "policy": "equal", "global_batch": 8, "epochs": []})", "x.json");
     FAIL();
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("x.json: no field 'allocation'"), std::string::npos) << e.what();
+    // The run record's parser (record/run.h) names the file and the field.
+    EXPECT_NE(std::string(e.what()).find("x.json is not a hetrain metrics file: no 'wall_seconds'"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(parse_run("{", "x.json"), DataError);
   EXPECT_THROW(load_run("/nonexistent/run.json"), DataError);

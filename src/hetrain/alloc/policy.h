@@ -17,6 +17,15 @@ namespace hetrain::alloc {
 struct Observation {
   std::vector<std::size_t> local_batch;  // b_i of the step just done
   std::vector<double> compute_seconds;   // forward+backward only, per worker
+  // Wall seconds of the whole synchronous step BEFORE this one (slice, compute, allreduce, apply), the
+  // same number on every worker (reduced with the gradients); 0 when unknown (the run's first step).
+  double previous_step_seconds = 0.0;
+};
+
+// What a policy did, for the metrics.
+struct PolicyStats {
+  std::size_t moves = 0;    // changes of the split
+  std::size_t reverts = 0;  // changes taken back because the step got no faster
 };
 
 // What a policy believes about one worker: t(b) = overhead + b / speed.
@@ -45,6 +54,7 @@ class Policy {
   // The per-worker models learned so far, by rank (empty for fixed
   // policies): saved in checkpoints so a resumed run starts from them.
   virtual std::vector<WorkerModel> learned() const { return {}; }
+  virtual PolicyStats stats() const { return {}; }
 };
 
 // Throws UsageError for an unknown name or inconsistent configuration.

@@ -19,6 +19,8 @@
 #include "hetrain/comm/env.h"
 #include "hetrain/comm/gloo/gloo_group.h"
 #include "hetrain/common/error.h"
+#include "hetrain/common/file_io.h"
+#include "hetrain/report/progress.h"
 #include "hetrain/train/trainer.h"
 
 namespace hetrain::cli {
@@ -135,8 +137,8 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
     throw UsageError(fmt::format("-n {} but the environment says WORLD_SIZE {}", l.nproc, world.world_size));
   }
   train::validate(o, world.world_size);
-  if (world.rank == 0 && !o.metrics_path.empty()) train::check_writable(o.metrics_path);
-  if (world.rank == 0 && !o.trace_path.empty()) train::check_writable(o.trace_path);
+  if (world.rank == 0 && !o.metrics_path.empty()) check_writable(o.metrics_path);
+  if (world.rank == 0 && !o.trace_path.empty()) check_writable(o.trace_path);
   train::set_compute_threads(o.threads > 0 ? o.threads : default_threads(world.local_world_size));
   const auto data = train::load_data(o);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));
@@ -154,16 +156,16 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
                data.train.size());
     std::fflush(stdout);
   }
-  auto on_epoch = [&](const train::EpochRecord& e, const train::RunMetrics& m) {
+  auto on_epoch = [&](const record::EpochRecord& e, const record::RunMetrics& m) {
     if (!talk) return;
     progress.break_line();
     fmt::print("epoch {}/{}  loss {:.4f}  test accuracy {:.4f}  {:.1f} s  balance {:.3f}\n", e.epoch,
-               o.epochs, e.train_loss, e.test_accuracy, e.seconds, train::balance_efficiency(m.steps));
+               o.epochs, e.train_loss, e.test_accuracy, e.seconds, record::balance_efficiency(m.steps));
     std::fflush(stdout);
   };
   const auto result = train::train(o, data, group, on_epoch, on_step);
   if (group.rank() == 0) {
-    if (!o.metrics_path.empty()) train::write_file_atomic(o.metrics_path, train::to_json(result.metrics));
+    if (!o.metrics_path.empty()) write_file_atomic(o.metrics_path, record::to_json(result.metrics));
     if (talk && result.metrics.resumed_world_size > 0) {
       fmt::print("resumed from {} at epoch {} step {} (written by {} workers)\n", o.resume_dir,
                  result.metrics.resumed_epoch + 1, result.metrics.resumed_step, result.metrics.resumed_world_size);
@@ -171,7 +173,7 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
     if (talk) {
       const double acc = result.metrics.epochs.empty() ? 0.0 : result.metrics.epochs.back().test_accuracy;
       fmt::print("done: {:.1f} s wall, test accuracy {:.4f}, balance efficiency {:.3f}{}\n",
-                 result.metrics.wall_seconds, acc, train::balance_efficiency(result.metrics.steps),
+                 result.metrics.wall_seconds, acc, record::balance_efficiency(result.metrics.steps),
                  o.metrics_path.empty() ? "" : ", metrics in " + o.metrics_path);
     }
   }

@@ -190,9 +190,7 @@ int bench_allreduce_worker(const BenchOptions& o, const comm::WorldInfo& world) 
       // The slowest rank defines the collective's time.
       std::vector<double> worst(times[a].size());
       for (std::size_t i = 0; i < times[a].size(); ++i) {
-        std::vector<double> all(static_cast<std::size_t>(n), 0.0);
-        all[static_cast<std::size_t>(group.rank())] = times[a][i];
-        group.allreduce_sum(std::span<double>(all));
+        const std::vector<double> all = group.allgather(std::span<const double>(&times[a][i], 1));
         worst[i] = *std::max_element(all.begin(), all.end());
       }
       const double t = median(worst);

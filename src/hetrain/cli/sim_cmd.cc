@@ -7,12 +7,13 @@
 #include <cstdio>
 
 #include "hetrain/common/error.h"
+#include "hetrain/common/file_io.h"
 #include "hetrain/sim/calibrate.h"
 #include "hetrain/sim/cluster.h"
 #include "hetrain/sim/plan.h"
 #include "hetrain/sim/report.h"
 #include "hetrain/sim/simulator.h"
-#include "hetrain/train/metrics.h"
+#include "hetrain/record/metrics.h"
 
 namespace hetrain::cli {
 namespace {
@@ -34,7 +35,7 @@ std::string fitted_summary(const sim::Cluster& c, const sim::MeasuredRun& run, c
 int run_sim(const SimCommands& o) {
   if (o.cluster.empty() && o.calibrate.empty())
     throw UsageError("hetrain sim needs --cluster or --calibrate");
-  if (!o.json.empty()) train::check_writable(o.json);
+  if (!o.json.empty()) check_writable(o.json);
   sim::Cluster cluster;
   if (!o.cluster.empty()) cluster = sim::load_cluster(o.cluster);
   if (o.gradient_bytes >= 0.0) cluster.gradient_bytes = o.gradient_bytes;
@@ -75,7 +76,7 @@ int run_sim(const SimCommands& o) {
     }
     std::fputs(out.c_str(), stdout);
   }
-  if (!o.json.empty()) train::write_file_atomic(o.json, sim::trace_json(cluster, results));
+  if (!o.json.empty()) write_file_atomic(o.json, sim::trace_json(cluster, results));
   return 0;
 }
 

@@ -35,8 +35,8 @@ struct AllreduceOptions {
 // What `auto` runs for a message of `bytes`: halving-doubling below
 // kAutoRingFromBytes (fewer steps: latency dominates), the ring from there
 // (bandwidth-optimal), and Gloo's own ring from kAutoGlooFromBytes, where it
-// measured ahead of hetrain's in most runs (by up to 19% with 21 iterations).
-// The thresholds come from `hetrain bench allreduce` (docs/benchmarks.md).
+// is ahead of hetrain's on the 2-core development machine. The thresholds
+// follow bench/allreduce_compare.py (docs/benchmarks.md, "Allreduce").
 // Every rank reduces the same count, so every rank picks the same algorithm.
 inline constexpr std::size_t kAutoRingFromBytes = std::size_t{4} << 20;
 inline constexpr std::size_t kAutoGlooFromBytes = std::size_t{64} << 20;

@@ -4,10 +4,12 @@
 // The backend (comm/gloo/ today) is chosen at link time by CMake.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <type_traits>
+#include <vector>
 
 namespace hetrain::comm {
 
@@ -70,6 +72,18 @@ class Group {
   void allreduce_sum(std::span<double> data) { impl_->allreduce_sum(data); }
   void broadcast(std::span<float> data, int root) { impl_->broadcast(data, root); }
   void barrier() { impl_->barrier(); }
+  // Every rank's `mine` (the same length on every rank) in rank order, on
+  // every rank: result[r * mine.size() + k] is rank r's mine[k]. One SUM
+  // allreduce in which each rank fills only its own block: adding zeros is
+  // exact, so every value arrives bit for bit.
+  template <typename T>
+  std::vector<T> allgather(std::span<const T> mine) {
+    const auto r = static_cast<std::size_t>(rank());
+    std::vector<T> all(mine.size() * static_cast<std::size_t>(size()), T{0});
+    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(r * mine.size()));
+    allreduce_sum(std::span<T>(all));
+    return all;
+  }
   template <typename T>
   std::unique_ptr<Request> isend(std::span<T> data, int dst, int tag) {
     return impl_->isend(buffer_of(data), dst, tag);

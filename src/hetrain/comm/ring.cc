@@ -12,8 +12,8 @@
 // step received (every step of the ring after the first), segment k of the
 // next step's send is posted as soon as segment k of this step is in the
 // buffer, not after the whole chunk: the ring then streams segments through
-// all ranks at once instead of stopping at every step boundary (the gap that
-// made the unpipelined ring slower than Gloo's at 256 MiB).
+// all ranks at once instead of stopping at every step boundary, where every
+// rank would wait for a whole chunk before passing any of it on.
 //
 // Every other send of a step is posted at its start: the sent chunk is never
 // the received one within a step, so sending and receiving never touch the
@@ -34,10 +34,12 @@
 namespace hetrain::comm {
 namespace {
 
-constexpr std::size_t kSegmentBytes = 1024 * 1024;  // one transfer on the wire (1 MiB beat 256 KiB here)
-constexpr std::size_t kInFlight = 4;                // receives posted ahead
-constexpr unsigned kTagSpace = 1u << 30;            // tags stay positive ints
-constexpr unsigned kMaxSteps = 2 * 4096;            // >= steps of any plan (2(N-1) for N <= 4096)
+// One transfer on the wire. Smaller segments (256 KiB) are clearly slower and
+// larger ones no faster in bench/allreduce_compare.py (docs/benchmarks.md).
+constexpr std::size_t kSegmentBytes = 1024 * 1024;
+constexpr std::size_t kInFlight = 4;      // receives posted ahead
+constexpr unsigned kTagSpace = 1u << 30;  // tags stay positive ints
+constexpr unsigned kMaxSteps = 2 * 4096;  // >= steps of any plan (2(N-1) for N <= 4096)
 
 // Waits for one transfer; a failure names the peer and the step, since the
 // transport's own message only names a socket address.
@@ -133,9 +135,8 @@ void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& step
     while (now.can_post()) now.post(group, data, slots, seg);
     // And the next step's, now: Gloo's transport sends a payload only once
     // the receiver has posted its receive, so posting one step ahead takes
-    // that round trip off every step boundary (at 1-4 MiB, where a step is
-    // one or two segments, it brought the ring level with or ahead of
-    // Gloo's in the two runs recorded in docs/benchmarks.md).
+    // that round trip off every step boundary. It matters most at 1-4 MiB,
+    // where a step is one or two segments (hetrain bench allreduce).
     while (early && ahead.can_post()) ahead.post(group, data, slots, seg);
     while (!now.pending.empty()) {
       auto p = std::move(now.pending.front());

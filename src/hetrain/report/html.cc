@@ -6,8 +6,9 @@
 #include <algorithm>
 
 #include "hetrain/common/error.h"
+#include "hetrain/common/file_io.h"
 #include "hetrain/report/svg.h"
-#include "hetrain/train/metrics.h"
+#include "hetrain/record/metrics.h"
 
 namespace hetrain::report {
 namespace {
@@ -35,14 +36,14 @@ svg .grid { stroke: #e6e6e6; } svg .axis { stroke: #555; }
 svg path.line { fill: none; stroke-width: 1.8; } svg text.empty { fill: #999; font-size: 14px; }
 )";
 
-std::string worker_name(const Run& r, std::size_t i) {
+std::string worker_name(const record::Run& r, std::size_t i) {
   if (i < r.speeds.size() && r.speeds[i] != 1.0) return fmt::format("rank {} (x{:g})", i, r.speeds[i]);
   return fmt::format("rank {}", i);
 }
 
 // One series per worker: its local batch per step, averaged over buckets
 // of steps when there are more than kMaxLinePoints steps.
-std::vector<Series> split_series(const Run& r) {
+std::vector<Series> split_series(const record::Run& r) {
   const std::size_t steps = r.allocation.size();
   const std::size_t bucket = std::max<std::size_t>(1, (steps + kMaxLinePoints - 1) / kMaxLinePoints);
   std::vector<Series> out;
@@ -63,7 +64,7 @@ std::vector<Series> split_series(const Run& r) {
 // The steps in the middle of the run (past the adaptive policy's warm-up),
 // laid end to end: each worker's compute then its wait, each step as long as
 // its longest worker. Time outside compute and allreduce is left out.
-std::string timeline_chart(const Run& r, std::size_t k) {
+std::string timeline_chart(const record::Run& r, std::size_t k) {
   const std::size_t n = r.step_compute.size();
   const std::size_t first = n > kTimelineSteps ? (n - kTimelineSteps) / 2 : 0;
   const std::size_t last = std::min(n, first + kTimelineSteps);
@@ -89,7 +90,7 @@ std::string timeline_chart(const Run& r, std::size_t k) {
                   {{"compute", kComputeColor}, {"wait", kWaitColor}});
 }
 
-Series epoch_series(const Run& r, bool accuracy) {
+Series epoch_series(const record::Run& r, bool accuracy) {
   Series s{accuracy ? "test accuracy" : "training loss", series_color(accuracy ? 4 : 1), {}, {}};
   for (const auto& e : r.epochs) {
     s.x.push_back(static_cast<double>(e.epoch));
@@ -98,7 +99,7 @@ Series epoch_series(const Run& r, bool accuracy) {
   return s;
 }
 
-std::string meta_line(const Run& r) {
+std::string meta_line(const record::Run& r) {
   std::string speeds = "none";
   if (!r.speeds.empty()) speeds = fmt::format("{}", fmt::join(r.speeds, ","));
   return fmt::format(
@@ -108,7 +109,7 @@ std::string meta_line(const Run& r) {
       xml_escape(r.allreduce), xml_escape(r.data), r.allocation.size());
 }
 
-std::string run_section(const Run& r, std::size_t k) {
+std::string run_section(const record::Run& r, std::size_t k) {
   std::string s =
       fmt::format("<section class=\"run\" id=\"run-{}\">\n<h3>{}</h3>\n<p class=\"meta\">{}</p>\n", k,
                   xml_escape(r.label), meta_line(r));
@@ -133,7 +134,7 @@ std::string run_section(const Run& r, std::size_t k) {
   return s + "</section>\n";
 }
 
-std::string comparison(const std::vector<Run>& runs) {
+std::string comparison(const std::vector<record::Run>& runs) {
   const double base = runs.front().train_seconds();
   std::string s =
       "<h2>Policies side by side</h2>\n<table id=\"compare-table\">\n<tr><th>run</th><th>policy</th>"
@@ -143,7 +144,7 @@ std::string comparison(const std::vector<Run>& runs) {
   std::vector<std::string> labels, colors;
   std::vector<double> times, efficiency, accuracy;
   for (std::size_t k = 0; k < runs.size(); ++k) {
-    const Run& r = runs[k];
+    const record::Run& r = runs[k];
     const double t = r.train_seconds();
     s += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td>"
@@ -178,7 +179,7 @@ std::vector<std::string> plot_ids(std::size_t runs) {
   return ids;
 }
 
-std::string render_html(const std::vector<Run>& runs) {
+std::string render_html(const std::vector<record::Run>& runs) {
   HETRAIN_ENFORCE_LT(0u, runs.size());
   std::vector<std::string> names;
   for (const auto& r : runs) names.push_back(r.label);
@@ -198,9 +199,9 @@ std::string render_html(const std::vector<Run>& runs) {
 
 void write_report(const std::vector<std::string>& inputs, const std::string& output) {
   if (inputs.empty()) throw UsageError("report: give at least one metrics file");
-  std::vector<Run> runs;
-  for (const auto& path : inputs) runs.push_back(load_run(path));
-  train::write_file_atomic(output, render_html(runs));
+  std::vector<record::Run> runs;
+  for (const auto& path : inputs) runs.push_back(record::load_run(path));
+  write_file_atomic(output, render_html(runs));
 }
 
 }  // namespace hetrain::report

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrain/report/run.h"
+#include "hetrain/record/run.h"
 
 namespace hetrain::report {
 
@@ -29,7 +29,7 @@ inline constexpr std::size_t kMaxLinePoints = 600;
 std::vector<std::string> plot_ids(std::size_t runs);
 
 // The page. `runs` must not be empty.
-std::string render_html(const std::vector<Run>& runs);
+std::string render_html(const std::vector<record::Run>& runs);
 
 // Loads every file (DataError on the first bad one), renders, and writes
 // `output` atomically.

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "hetrain/record/step_progress.h"
+
 namespace hetrain::report {
 
 // How much a run prints (--log-level; --quiet is kError).
@@ -15,16 +17,7 @@ enum class LogLevel { kError, kWarn, kInfo, kDebug };
 // "error" | "warn" | "info" | "debug"; throws UsageError otherwise.
 LogLevel parse_log_level(const std::string& name);
 
-// One finished step, as rank 0 knows it.
-struct StepProgress {
-  std::size_t step = 0;           // global steps done so far (1-based)
-  std::size_t planned_steps = 0;  // in the whole run
-  std::size_t epoch = 0;          // 1-based
-  std::size_t epochs = 0;
-  std::size_t samples = 0;         // in this step's global batch
-  double loss = 0.0;               // this step's global-batch loss
-  std::vector<std::size_t> split;  // b_i of this step
-};
+using record::StepProgress;
 
 // Redraw interval on a terminal, and the period of plain lines elsewhere.
 inline constexpr double kBarRedrawSeconds = 0.1;

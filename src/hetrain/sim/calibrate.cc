@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "hetrain/common/error.h"
+#include "hetrain/record/run.h"
 
 namespace hetrain::sim {
 namespace {
@@ -17,51 +17,20 @@ namespace {
 // absolute deviation.
 constexpr double kMadToStandardDeviation = 1.4826;
 
-// A per-step, per-rank table of the metrics document, e.g. "allocation" or
-// ("steps", "wait_seconds").
-template <typename T>
-std::vector<std::vector<T>> matrix(const nlohmann::json& doc, const std::string& file,
-                                   const std::string& outer, const std::string& inner, std::size_t n) {
-  const std::string name = inner.empty() ? outer : outer + "." + inner;
-  const nlohmann::json* node = doc.contains(outer) ? &doc[outer] : nullptr;
-  if (node != nullptr && !inner.empty())
-    node = node->is_object() && node->contains(inner) ? &(*node)[inner] : nullptr;
-  if (node == nullptr) throw DataError(fmt::format("{}: no field '{}'", file, name));
-  try {
-    auto m = node->get<std::vector<std::vector<T>>>();
-    for (std::size_t k = 0; k < m.size(); ++k) {
-      if (m[k].size() != n) {
-        throw DataError(fmt::format("{}: field '{}' step {} has {} values, world_size is {}", file, name, k,
-                                    m[k].size(), n));
-      }
-    }
-    return m;
-  } catch (const nlohmann::json::exception&) {
-    throw DataError(fmt::format("{}: field '{}' is not a list of per-rank number lists", file, name));
-  }
-}
-
 }  // namespace
 
 MeasuredRun parse_run(std::string_view json_text, const std::string& file) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw DataError(fmt::format("{}: not JSON (byte {})", file, e.byte));
-  }
+  // The run record's own parser checks the schema; calibration adds what it
+  // alone needs: per-step times, and more steps than the warm-up.
+  const record::Run run = record::parse_run(std::string(json_text), file);
   MeasuredRun r;
-  try {
-    r.policy = doc.at("policy").get<std::string>();
-    r.world_size = doc.at("world_size").get<std::size_t>();
-    r.global_batch = doc.at("global_batch").get<std::size_t>();
-    for (const auto& e : doc.at("epochs")) r.train_seconds += e.at("train_seconds").get<double>();
-  } catch (const nlohmann::json::exception& e) {
-    throw DataError(fmt::format("{}: not a hetrain metrics file ({})", file, e.what()));
-  }
-  r.allocation = matrix<std::size_t>(doc, file, "allocation", "", r.world_size);
-  r.compute_seconds = matrix<double>(doc, file, "steps", "compute_seconds", r.world_size);
-  r.wait_seconds = matrix<double>(doc, file, "steps", "wait_seconds", r.world_size);
+  r.policy = run.policy;
+  r.world_size = static_cast<std::size_t>(run.world_size);
+  r.global_batch = run.global_batch;
+  r.train_seconds = run.train_seconds();
+  r.allocation = run.allocation;
+  r.compute_seconds = run.step_compute;
+  r.wait_seconds = run.step_wait;
   if (r.allocation.size() != r.compute_seconds.size() || r.allocation.size() != r.wait_seconds.size()) {
     throw DataError(fmt::format("{}: allocation and steps disagree on the number of steps", file));
   }

@@ -28,7 +28,7 @@ struct MeasuredRun {
   double train_seconds = 0.0;                        // sum of epochs[].train_seconds
 };
 
-// Reads a metrics document (train/metrics.h); DataError naming the file and
+// Reads a metrics document (record/run.h parses it); DataError naming the file and
 // the field when it is not one.
 MeasuredRun parse_run(std::string_view json_text, const std::string& file);
 MeasuredRun load_run(const std::string& path);

@@ -7,7 +7,8 @@
 #include <sstream>
 
 #include "hetrain/common/error.h"
-#include "hetrain/train/metrics.h"
+#include "hetrain/common/file_io.h"
+#include "hetrain/record/metrics.h"
 
 namespace hetrain::train {
 namespace {

@@ -25,32 +25,21 @@ bool is_script_model(const std::string& model) {
   return model.size() > kSuffix.size() && model.ends_with(kSuffix);
 }
 
-void validate(const TrainOptions& o, int world_size) {
-  if (world_size < 1 || world_size > comm::kMaxWorkers) {
-    throw UsageError(fmt::format("world size must be in [1, {}], got {}", comm::kMaxWorkers, world_size));
+namespace {
+void validate_model(const std::string& model) {
+  if (is_script_model(model) && !std::filesystem::is_regular_file(model)) {
+    throw DataError(fmt::format("cannot read TorchScript model {}: no such file", model));
   }
-  const auto n = static_cast<std::size_t>(world_size);
-  if (is_script_model(o.model) && !std::filesystem::is_regular_file(o.model)) {
-    throw DataError(fmt::format("cannot read TorchScript model {}: no such file", o.model));
-  }
-  if (o.model != "mlp" && o.model != "cnn" && o.model != "resnet" && !is_script_model(o.model)) {
+  if (model != "mlp" && model != "cnn" && model != "resnet" && !is_script_model(model)) {
     throw UsageError(
-        fmt::format("unknown model '{}' (expected mlp, cnn, resnet or a TorchScript file *.pt)", o.model));
+        fmt::format("unknown model '{}' (expected mlp, cnn, resnet or a TorchScript file *.pt)", model));
   }
-  if (o.optimizer != "adam" && o.optimizer != "sgd") {
-    throw UsageError(fmt::format("unknown optimizer '{}' (expected adam or sgd)", o.optimizer));
-  }
-  if (o.lr_schedule != "cosine" && o.lr_schedule != "constant") {
-    throw UsageError(fmt::format("unknown --lr-schedule '{}' (expected cosine or constant)", o.lr_schedule));
-  }
-  if (!(o.lr >= 0.0) || !std::isfinite(o.lr))
-    throw UsageError(fmt::format("--lr must be >= 0, got {}", o.lr));
-  if (o.epochs == 0 || o.epochs > kMaxEpochs)
-    throw UsageError(fmt::format("--epochs must be in [1, {}], got {}", kMaxEpochs, o.epochs));
-  if (o.global_batch < n) {
-    throw UsageError(
-        fmt::format("global batch {} is smaller than the number of workers {}", o.global_batch, n));
-  }
+}
+}  // namespace
+
+namespace {
+// Policy, shares, local-batch bounds and emulation, for n workers.
+void validate_allocation(const TrainOptions& o, std::size_t n) {
   if (o.policy != "equal" && o.policy != "static" && o.policy != "adaptive") {
     throw UsageError(fmt::format("unknown policy '{}' (expected equal, static or adaptive)", o.policy));
   }
@@ -93,6 +82,9 @@ void validate(const TrainOptions& o, int world_size) {
     throw UsageError(fmt::format("{} workers x --max-local-batch {} cannot hold the global batch {}", n,
                                  o.max_local_batch, o.global_batch));
   }
+}
+
+void validate_data(const TrainOptions& o) {
   const bool any_path =
       !o.train_images.empty() || !o.train_labels.empty() || !o.test_images.empty() || !o.test_labels.empty();
   const bool all_paths =
@@ -104,6 +96,9 @@ void validate(const TrainOptions& o, int world_size) {
   if (o.data == "synthetic" && (o.synthetic_train == 0 || o.synthetic_test == 0)) {
     throw UsageError("--synthetic-train and --synthetic-test must be > 0");
   }
+}
+
+void validate_running(const TrainOptions& o) {
   comm::parse_algorithm(o.allreduce);  // throws UsageError for an unknown name
   if (!(o.bucket_mb > 0.0) || !std::isfinite(o.bucket_mb)) {
     throw UsageError(fmt::format("--bucket-mb must be > 0, got {}", o.bucket_mb));
@@ -115,6 +110,32 @@ void validate(const TrainOptions& o, int world_size) {
   if (o.checkpoint_every != 0 && o.checkpoint_dir.empty()) {
     throw UsageError("--checkpoint-every needs --checkpoint DIR");
   }
+}
+}  // namespace
+
+void validate(const TrainOptions& o, int world_size, ModelSource source) {
+  if (world_size < 1 || world_size > comm::kMaxWorkers) {
+    throw UsageError(fmt::format("world size must be in [1, {}], got {}", comm::kMaxWorkers, world_size));
+  }
+  const auto n = static_cast<std::size_t>(world_size);
+  if (source == ModelSource::kNamed) validate_model(o.model);
+  if (o.optimizer != "adam" && o.optimizer != "sgd") {
+    throw UsageError(fmt::format("unknown optimizer '{}' (expected adam or sgd)", o.optimizer));
+  }
+  if (o.lr_schedule != "cosine" && o.lr_schedule != "constant") {
+    throw UsageError(fmt::format("unknown --lr-schedule '{}' (expected cosine or constant)", o.lr_schedule));
+  }
+  if (!(o.lr >= 0.0) || !std::isfinite(o.lr))
+    throw UsageError(fmt::format("--lr must be >= 0, got {}", o.lr));
+  if (o.epochs == 0 || o.epochs > kMaxEpochs)
+    throw UsageError(fmt::format("--epochs must be in [1, {}], got {}", kMaxEpochs, o.epochs));
+  if (o.global_batch < n) {
+    throw UsageError(
+        fmt::format("global batch {} is smaller than the number of workers {}", o.global_batch, n));
+  }
+  validate_allocation(o, n);
+  validate_data(o);
+  validate_running(o);
 }
 
 std::uint32_t config_checksum(const TrainOptions& o) {

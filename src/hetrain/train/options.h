@@ -91,9 +91,14 @@ std::uint32_t config_checksum(const TrainOptions& o);
 // --model names a TorchScript file (it ends in .pt) rather than a built-in model.
 bool is_script_model(const std::string& model);
 
+// Whether --model names the model (a built-in or a TorchScript file) or the
+// caller of the C++ API hands one in (train/trainer.h), whose name then only
+// labels the metrics.
+enum class ModelSource { kNamed, kGiven };
+
 // Throws UsageError naming the first problem found, for a world of
 // `world_size` workers.
-void validate(const TrainOptions& o, int world_size);
+void validate(const TrainOptions& o, int world_size, ModelSource source = ModelSource::kNamed);
 
 // Parses --slowdown "RANK@STEP:SPEED,..." (throws UsageError).
 std::vector<TrainOptions::SpeedChange> parse_slowdowns(const std::string& text);

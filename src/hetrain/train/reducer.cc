@@ -109,9 +109,8 @@ void GradientReducer::relearn_order() {
   for (const std::size_t k : order_)
     if (!recorded_[k]) order.push_back(k);
   // Agree on one recording: the fullest, the lowest rank on a tie.
-  std::vector<float> counts(static_cast<std::size_t>(group_.size()), 0.0f);
-  counts[static_cast<std::size_t>(group_.rank())] = static_cast<float>(seen);
-  group_.allreduce_sum(counts);
+  const float mine = static_cast<float>(seen);
+  const std::vector<float> counts = group_.allgather(std::span<const float>(&mine, 1));
   const auto root = static_cast<int>(std::max_element(counts.begin(), counts.end()) - counts.begin());
   std::vector<float> shared(order.begin(), order.end());  // indices < 2^24: exact in float
   group_.broadcast(shared, root);

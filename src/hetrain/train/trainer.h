@@ -9,10 +9,9 @@
 // global batch. Every rank then takes the same optimizer step as a single
 // worker would on the same batch, whatever the b_i.
 //
-// Telemetry rides in the same reduced buffer: after the P gradient floats
-// come N slots for compute seconds and N for the scaled loss, each rank
-// writing only its own slot, so every rank learns every rank's compute time
-// without an extra collective.
+// The step itself, phase by phase, is train/step.h; what rides with the
+// gradients is train/telemetry.h; metrics, trace, checkpoints, the sample
+// log and progress watch it as observers (train/observers.h).
 #pragma once
 
 #include <functional>
@@ -21,21 +20,21 @@
 
 #include "hetrain/comm/group.h"
 #include "hetrain/data/idx.h"
-#include "hetrain/report/progress.h"
-#include "hetrain/train/metrics.h"
+#include "hetrain/record/step_progress.h"
+#include "hetrain/record/metrics.h"
 #include "hetrain/train/options.h"
 
 namespace hetrain::train {
 
 struct TrainResult {
-  RunMetrics metrics;
+  record::RunMetrics metrics;
   std::vector<float> parameters;  // final parameters, flattened in module order
 };
 
 // Called on every rank after each epoch (the CLI prints on rank 0).
-using EpochCallback = std::function<void(const EpochRecord&, const RunMetrics&)>;
+using EpochCallback = std::function<void(const record::EpochRecord&, const record::RunMetrics&)>;
 // Called on every rank after each step (the CLI draws progress on rank 0).
-using StepCallback = std::function<void(const report::StepProgress&)>;
+using StepCallback = std::function<void(const record::StepProgress&)>;
 
 // Runs the whole training on this rank. `data` must be the same on every
 // rank. Throws UsageError, DataError or CommError.

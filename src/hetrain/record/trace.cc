@@ -1,4 +1,4 @@
-#include "hetrain/report/trace.h"
+#include "hetrain/record/trace.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,11 +8,12 @@
 #include <cstring>
 
 #include "hetrain/common/error.h"
+#include "hetrain/common/file_io.h"
 
-namespace hetrain::report {
+namespace hetrain::record {
 namespace {
 
-constexpr std::size_t kFields = 6;  // the doubles of a StepTimes
+constexpr std::size_t kFields = kStepTimesFields;
 constexpr double kMicrosPerSecond = 1e6;
 
 double& field(StepTimes& t, std::size_t f) {
@@ -53,27 +54,25 @@ void shift(StepTimes& t, double by) {
 
 }  // namespace
 
-std::vector<std::vector<StepTimes>> gather_step_times(comm::Group& group,
-                                                      const std::vector<StepTimes>& mine) {
-  const auto n = static_cast<std::size_t>(group.size());
-  const auto r = static_cast<std::size_t>(group.rank());
-  std::vector<double> buf(mine.size() * kFields * n, 0.0);
-  for (std::size_t s = 0; s < mine.size(); ++s) {
-    StepTimes t = mine[s];
-    for (std::size_t f = 0; f < kFields; ++f) buf[(s * kFields + f) * n + r] = field(t, f);
+std::vector<double> flatten(const std::vector<StepTimes>& steps) {
+  std::vector<double> out;
+  out.reserve(steps.size() * kFields);
+  for (StepTimes t : steps) {
+    for (std::size_t f = 0; f < kFields; ++f) out.push_back(field(t, f));
   }
-  group.allreduce_sum(std::span<double>(buf));
-  std::vector<std::vector<StepTimes>> out(mine.size(), std::vector<StepTimes>(n));
-  for (std::size_t s = 0; s < mine.size(); ++s) {
-    for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t f = 0; f < kFields; ++f) field(out[s][i], f) = buf[(s * kFields + f) * n + i];
-    }
+  return out;
+}
+
+std::vector<StepTimes> unflatten(const double* values, std::size_t steps) {
+  std::vector<StepTimes> out(steps);
+  for (std::size_t s = 0; s < steps; ++s) {
+    for (std::size_t f = 0; f < kFields; ++f) field(out[s], f) = values[s * kFields + f];
   }
   return out;
 }
 
 TraceWriter::TraceWriter(std::string path, int world_size)
-    : path_(std::move(path)), tmp_(fmt::format("{}.tmp.{}", path_, ::getpid())), world_size_(world_size) {
+    : path_(std::move(path)), tmp_(temporary_path_for(path_)), world_size_(world_size) {
   file_ = std::fopen(tmp_.c_str(), "w");
   if (!file_) throw DataError(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
   std::string head = R"({"displayTimeUnit":"ms","otherData":{"producer":"hetrain"},"traceEvents":[)";
@@ -178,4 +177,4 @@ void TraceWriter::close() {
   }
 }
 
-}  // namespace hetrain::report
+}  // namespace hetrain::record

@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "hetrain/common/error.h"
-#include "hetrain/report/trace.h"
+#include "hetrain/record/trace.h"
 
-namespace hetrain::report {
+namespace hetrain::record {
 namespace {
 
 namespace fs = std::filesystem;
@@ -110,33 +110,18 @@ TEST_F(TraceTest, AnUnwritablePathIsADataErrorAtOnce) {
   EXPECT_THROW(TraceWriter((dir_ / "missing" / "t.json").string(), 1), DataError);
 }
 
-// Rank 1 of 2, alone: the SUM leaves rank 0's slots empty, so the layout of
-// the gathered buffer is what this checks.
-class LoneRank : public comm::GroupImpl {
- public:
-  int rank() const override { return 1; }
-  int size() const override { return 2; }
-  void allreduce_sum(std::span<float>) override {}
-  void allreduce_sum(std::span<double>) override {}
-  void broadcast(std::span<float>, int) override {}
-  void barrier() override {}
-  std::unique_ptr<comm::Request> isend(comm::Buffer, int, int) override { return nullptr; }
-  std::unique_ptr<comm::Request> irecv(comm::Buffer, int, int) override { return nullptr; }
-};
-
-TEST(GatherStepTimes, PutsEachRanksTimesInItsOwnSlot) {
-  comm::Group group(std::make_shared<LoneRank>());
-  const std::vector<StepTimes> mine = {{1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11, 12}};
-  const auto all = gather_step_times(group, mine);
-  ASSERT_EQ(all.size(), 2u);
-  ASSERT_EQ(all[1].size(), 2u);
-  EXPECT_DOUBLE_EQ(all[1][1].compute_begin, 7);
-  EXPECT_DOUBLE_EQ(all[1][1].decide_end, 11);
-  EXPECT_DOUBLE_EQ(all[1][1].local_batch, 12);
-  EXPECT_DOUBLE_EQ(all[0][1].allreduce_end, 3);
-  EXPECT_DOUBLE_EQ(all[0][0].allreduce_end, 0);
-  EXPECT_DOUBLE_EQ(all[1][0].local_batch, 0);
+TEST(StepTimesAsDoubles, RoundTripsFieldByField) {
+  const std::vector<StepTimes> steps = {{1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11, 12}};
+  const auto flat = flatten(steps);
+  ASSERT_EQ(flat.size(), 2 * kStepTimesFields);
+  EXPECT_DOUBLE_EQ(flat[kStepTimesFields], 7);
+  const auto back = unflatten(flat.data(), steps.size());
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_DOUBLE_EQ(back[1].compute_begin, 7);
+  EXPECT_DOUBLE_EQ(back[1].decide_end, 11);
+  EXPECT_DOUBLE_EQ(back[1].local_batch, 12);
+  EXPECT_DOUBLE_EQ(back[0].allreduce_end, 3);
 }
 
 }  // namespace
-}  // namespace hetrain::report
+}  // namespace hetrain::record

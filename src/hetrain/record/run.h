@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "hetrain/train/metrics.h"
+#include "hetrain/record/metrics.h"
 
-namespace hetrain::report {
+namespace hetrain::record {
 
 struct Run {
   std::string label;  // what the report calls it: the file name without .json
@@ -18,7 +18,7 @@ struct Run {
   std::vector<double> speeds;  // empty: no emulation
   double wall_seconds = 0.0;
   double balance_efficiency = 1.0;
-  std::vector<train::EpochRecord> epochs;
+  std::vector<record::EpochRecord> epochs;
   std::vector<std::size_t> worker_samples;           // per rank
   std::vector<double> worker_compute;                // seconds, per rank
   std::vector<double> worker_wait;                   // seconds, per rank
@@ -37,4 +37,4 @@ Run parse_run(const std::string& text, const std::string& source);
 // Reads and parses a metrics file. Throws DataError.
 Run load_run(const std::string& path);
 
-}  // namespace hetrain::report
+}  // namespace hetrain::record

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace hetrain::train {
+namespace hetrain::record {
 
 // One synchronous step as every worker saw it (index = rank).
 struct StepRecord {
@@ -36,6 +36,9 @@ struct RunMetrics {
   // A resumed run: where it continued from, and the workers of the run that
   // wrote the checkpoint (0: not resumed).
   int resumed_world_size = 0;
+  // How often the allocation policy changed the split, and how many of
+  // those changes it took back because the step got no faster.
+  std::size_t policy_moves = 0, policy_reverts = 0;
   std::size_t resumed_epoch = 0, resumed_step = 0;
 };
 
@@ -46,12 +49,4 @@ double balance_efficiency(const std::vector<StepRecord>& steps);
 // The metrics document (see README, "Metrics").
 std::string to_json(const RunMetrics& m);
 
-// Throws DataError now, not after hours of training, if `path` cannot be
-// written (creates and removes a temporary file beside it).
-void check_writable(const std::string& path);
-
-// Writes `text` to `path` atomically: a temporary file beside it, fsync,
-// rename. A crash leaves the old file or none, never half of one.
-void write_file_atomic(const std::string& path, const std::string& text);
-
-}  // namespace hetrain::train
+}  // namespace hetrain::record

@@ -1,18 +1,13 @@
-#include "hetrain/train/metrics.h"
+#include "hetrain/record/metrics.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "hetrain/common/error.h"
 
-namespace hetrain::train {
+namespace hetrain::record {
 
 double balance_efficiency(const std::vector<StepRecord>& steps) {
   double busy = 0.0, slowest = 0.0;
@@ -39,6 +34,8 @@ std::string to_json(const RunMetrics& m) {
   doc["speeds"] = m.speeds;
   doc["wall_seconds"] = m.wall_seconds;
   doc["balance_efficiency"] = balance_efficiency(m.steps);
+  doc["policy_moves"] = m.policy_moves;
+  doc["policy_reverts"] = m.policy_reverts;
   if (m.resumed_world_size > 0) {
     doc["resumed_from"] = {
         {"epoch", m.resumed_epoch}, {"step", m.resumed_step}, {"world_size", m.resumed_world_size}};
@@ -82,37 +79,4 @@ std::string to_json(const RunMetrics& m) {
   return doc.dump() + "\n";
 }
 
-void check_writable(const std::string& path) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw DataError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  ::close(fd);
-  std::remove(tmp.c_str());
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw DataError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  std::size_t done = 0;
-  bool ok = true;
-  while (done < text.size()) {
-    const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      ok = false;
-      break;
-    }
-    done += static_cast<std::size_t>(w);
-  }
-  const int saved = errno;
-  ok = ok && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = ok ? errno : saved;
-    std::remove(tmp.c_str());
-    throw DataError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
-  }
-}
-
-}  // namespace hetrain::train
+}  // namespace hetrain::record

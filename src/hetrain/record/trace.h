@@ -3,8 +3,7 @@
 //
 // Design: on the step path each rank only stores a few timestamps per step
 // (StepTimes, no allocation beyond a vector push, no I/O). At the end of an
-// epoch every rank's timestamps are gathered to all with one SUM allreduce
-// (gather_step_times, the same trick as the metrics' per-epoch gather), and
+// epoch every rank's timestamps are gathered (the trainer's allgather), and
 // rank 0 hands them to a TraceWriter, whose own thread turns them into
 // events and streams them to a temporary file; close() renames it into
 // place, so a failed run leaves no half trace.
@@ -31,9 +30,8 @@
 #include <thread>
 #include <vector>
 
-#include "hetrain/comm/group.h"
 
-namespace hetrain::report {
+namespace hetrain::record {
 
 // One rank's view of one step, seconds since the common origin.
 struct StepTimes {
@@ -45,9 +43,11 @@ struct StepTimes {
   double local_batch = 0.0;  // b_i of the step (samples)
 };
 
-// Every rank's StepTimes of an epoch, on every rank: result[step][rank].
-// One SUM allreduce; collective, so every rank must call it.
-std::vector<std::vector<StepTimes>> gather_step_times(comm::Group& group, const std::vector<StepTimes>& mine);
+// StepTimes as plain doubles (kStepTimesFields per step) and back, so that
+// a caller can gather them over a comm::Group.
+inline constexpr std::size_t kStepTimesFields = 6;
+std::vector<double> flatten(const std::vector<StepTimes>& steps);
+std::vector<StepTimes> unflatten(const double* values, std::size_t steps);
 
 class TraceWriter {
  public:
@@ -88,4 +88,4 @@ class TraceWriter {
   std::thread thread_;
 };
 
-}  // namespace hetrain::report
+}  // namespace hetrain::record

@@ -6,9 +6,10 @@
 #include <sstream>
 
 #include "hetrain/common/error.h"
-#include "hetrain/train/metrics.h"
+#include "hetrain/common/file_io.h"
+#include "hetrain/record/metrics.h"
 
-namespace hetrain::train {
+namespace hetrain::record {
 namespace {
 
 StepRecord step(std::vector<double> compute) {
@@ -70,4 +71,4 @@ TEST(WriteFileAtomic, WritesAllOrReportsAndLeavesNoTemporary) {
 }
 
 }  // namespace
-}  // namespace hetrain::train
+}  // namespace hetrain::record

@@ -1,4 +1,4 @@
-#include "hetrain/report/run.h"
+#include "hetrain/record/run.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 
 #include "hetrain/common/error.h"
 
-namespace hetrain::report {
+namespace hetrain::record {
 namespace {
 
 using nlohmann::json;
@@ -57,7 +57,7 @@ void read_epochs(const json& doc, Run& r) {
   const auto& epochs = field(doc, "epochs");
   if (!epochs.is_array()) throw NotMetrics("'epochs' is not a list");
   for (const auto& e : epochs) {
-    train::EpochRecord rec;
+    record::EpochRecord rec;
     rec.epoch = field(e, "epoch").get<std::size_t>();
     rec.seconds = field(e, "seconds").get<double>();
     rec.train_seconds = field(e, "train_seconds").get<double>();
@@ -156,4 +156,4 @@ Run load_run(const std::string& path) {
   return parse_run(ss.str(), path);
 }
 
-}  // namespace hetrain::report
+}  // namespace hetrain::record

@@ -1,0 +1,146 @@
+#include "hetrain/train/step.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <thread>
+
+#include "hetrain/alloc/split.h"
+#include "hetrain/comm/allreduce.h"
+#include "hetrain/common/error.h"
+
+namespace hetrain::train {
+namespace {
+
+constexpr double kSecondsPerMs = 1e-3;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+Emulation::Emulation(const TrainOptions& o, std::size_t rank, torch::nn::Module& model)
+    : options_(o), rank_(rank), device_(model, o.sample_cost_ms > 0.0) {}
+
+void Emulation::begin(std::size_t global_step, std::size_t samples) {
+  speed_ = emulated_speed(options_, rank_, global_step);
+  // The device's time, slowed by the worker's speed, is slept inside forward
+  // and backward.
+  device_.begin_step(options_.sample_cost_ms * kSecondsPerMs * static_cast<double>(samples) / speed_);
+}
+
+void Emulation::after_backward(double elapsed) {
+  if (speed_ >= 1.0) return;
+  // The device time above is already divided by s: stretch only the host's.
+  const double host = elapsed - device_.slept_seconds();
+  std::this_thread::sleep_for(std::chrono::duration<double>(host * (1.0 / speed_ - 1.0)));
+}
+
+StepRunner::StepRunner(const TrainOptions& o, Model& model, torch::optim::Optimizer& optimizer,
+                       comm::Group& group, alloc::Policy& policy, std::size_t planned_steps)
+    : options_(o),
+      model_(model),
+      optimizer_(optimizer),
+      group_(group),
+      policy_(policy),
+      planned_steps_(planned_steps),
+      rank_(static_cast<std::size_t>(group.rank())),
+      num_params_(count_parameters(model)),
+      telemetry_(static_cast<std::size_t>(group.size())),
+      buffer_(num_params_ + telemetry_.size(), 0.0f),
+      reducer_(model, std::span<float>(buffer_), num_params_, group, comm::parse_algorithm(o.allreduce),
+               bucket_elements(o), o.overlap),
+      emulation_(o, rank_, model) {}
+
+StepPlan StepRunner::slice(std::size_t epoch, std::size_t step, std::size_t global_step,
+                           std::span<const std::uint32_t> permutation) const {
+  const std::size_t global_batch = options_.global_batch;
+  StepPlan plan;
+  plan.epoch = epoch;
+  plan.step = step;
+  plan.global_step = global_step;
+  plan.batch = data::step_batch(permutation.size(), global_batch, step);
+  plan.first = step * global_batch;
+  const std::size_t max_local = options_.max_local_batch != 0 ? options_.max_local_batch : alloc::Bounds{}.max_local;
+  plan.split = plan.batch == global_batch ? policy_.split() : alloc::scale_split(policy_.split(), plan.batch, max_local);
+  plan.slice = data::slice_of(plan.split, rank_);
+  plan.rows = permutation.subspan(plan.first + plan.slice.begin, plan.slice.count);
+  return plan;
+}
+
+StepOutcome StepRunner::run(const StepPlan& plan, const Tensors& train, const torch::Tensor& order) {
+  StepOutcome out;
+  out.plan = plan;
+  out.clock.begin = Clock::now();
+  std::fill(buffer_.begin(), buffer_.end(), 0.0f);
+  reducer_.begin_step();
+  emulation_.begin(plan.global_step, plan.slice.count);
+  out.clock.compute_begin = Clock::now();
+  Telemetry::Mine mine;
+  mine.scaled_loss = compute(plan, train, order, out.clock.compute_begin);
+  out.clock.compute_end = Clock::now();
+  out.compute_seconds = seconds_between(out.clock.compute_begin, out.clock.compute_end);
+  mine.compute_seconds = out.compute_seconds;
+  mine.previous_step_seconds = last_step_seconds_;
+  mine.fingerprint = split_fingerprint(plan.split);
+  out.all = reduce(plan, mine, out);
+  apply(plan.global_step);
+  out.clock.apply_end = Clock::now();
+  observe(plan, out.all);
+  out.clock.observe_end = Clock::now();
+  last_step_seconds_ = seconds_between(out.clock.begin, out.clock.apply_end);
+  return out;
+}
+
+double StepRunner::compute(const StepPlan& plan, const Tensors& train, const torch::Tensor& order,
+                           Clock::time_point begin) {
+  double scaled_loss = 0.0;
+  if (plan.slice.count > 0) {
+    auto idx = order.narrow(0, static_cast<std::int64_t>(plan.first + plan.slice.begin),
+                            static_cast<std::int64_t>(plan.slice.count));
+    auto x = normalise(train.images.index_select(0, idx));
+    auto y = train.labels.index_select(0, idx);
+    auto loss = torch::nn::functional::cross_entropy(model_.forward(x), y);
+    emulation_.after_forward();
+    // Scaled by b_i/B, the SUM allreduce yields the global batch's mean.
+    auto scaled = loss * (static_cast<double>(plan.slice.count) / static_cast<double>(plan.batch));
+    scaled.backward();
+    scaled_loss = scaled.item<double>();
+  }
+  emulation_.after_backward(seconds_between(begin, Clock::now()));
+  return scaled_loss;
+}
+
+Telemetry::All StepRunner::reduce(const StepPlan& plan, const Telemetry::Mine& mine, StepOutcome& out) {
+  telemetry_.write(std::span<float>(buffer_).subspan(num_params_), rank_, mine);
+  // Telemetry rides in the last bucket, after the gradients.
+  const ReduceTimes times = reducer_.finish();
+  out.clock.reduce_end = Clock::now();
+  out.wait_seconds = seconds_between(out.clock.compute_end, out.clock.reduce_end);
+  out.hidden_seconds = times.hidden_seconds;
+  Telemetry::All all = telemetry_.read(std::span<const float>(buffer_).subspan(num_params_));
+  // Every rank must have cut the batch the same way, or samples would be
+  // skipped or used twice.
+  if (!telemetry_.same_split(all, mine.fingerprint)) {
+    throw Error(fmt::format("workers disagree on the split at step {} (rank {} used {})", plan.global_step, rank_,
+                            fmt::join(plan.split, "/")));
+  }
+  return all;
+}
+
+void StepRunner::apply(std::size_t global_step) {
+  const double lr = scheduled_lr(options_, global_step, planned_steps_);
+  for (auto& g : optimizer_.param_groups()) g.options().set_lr(lr);
+  optimizer_.step();
+}
+
+void StepRunner::observe(const StepPlan& plan, const Telemetry::All& all) {
+  alloc::Observation obs;
+  obs.local_batch = plan.split;
+  obs.compute_seconds = all.compute_seconds;
+  obs.previous_step_seconds = all.previous_step_seconds;
+  policy_.observe(obs);
+}
+
+}  // namespace hetrain::train
