@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "hetrain/common/error.h"
 #include "hetrain/train/options.h"
+
+#include <functional>
+#include <vector>
 
 namespace hetrain::train {
 namespace {
@@ -104,6 +109,44 @@ TEST(Validate, ATorchScriptModelIsAFileEndingInPt) {
   TrainOptions o;
   o.model = "/nonexistent/net.pt";
   EXPECT_THROW(validate(o, 1), DataError);
+}
+
+TEST(ConfigChecksum, ChangesWithEverySharedOptionTried) {
+  const TrainOptions base;
+  const auto sum = config_checksum(base);
+  std::vector<std::function<void(TrainOptions&)>> changes = {
+      [](TrainOptions& o) { o.model = "mlp"; },       [](TrainOptions& o) { o.lr = 0.1; },
+      [](TrainOptions& o) { o.seed = 7; },            [](TrainOptions& o) { o.policy = "adaptive"; },
+      [](TrainOptions& o) { o.shares = {1, 2}; },     [](TrainOptions& o) { o.speeds = {1, 0.5}; },
+      [](TrainOptions& o) { o.slowdowns = {{1, 5, 0.5}}; },
+      [](TrainOptions& o) { o.sample_cost_ms = 1; }, [](TrainOptions& o) { o.overlap = false; },
+      [](TrainOptions& o) { o.bucket_mb = 1; },       [](TrainOptions& o) { o.resume_dir = "x"; },
+      [](TrainOptions& o) { o.max_local_batch = 9; }};
+  for (std::size_t k = 0; k < changes.size(); ++k) {
+    TrainOptions o;
+    changes[k](o);
+    EXPECT_NE(config_checksum(o), sum) << "change " << k;
+  }
+}
+
+TEST(ConfigChecksum, IgnoresWhatEachProcessDecidesForItself) {
+  TrainOptions o;
+  o.metrics_path = "m.json";
+  o.trace_path = "t.json";
+  o.threads = 3;
+  o.timeout_seconds = 5;
+  o.quiet = true;
+  o.log_level = "debug";
+  o.sample_log = "s";
+  EXPECT_EQ(config_checksum(o), config_checksum(TrainOptions{}));
+}
+
+TEST(SerializeSharedOptions, NamesEveryField) {
+  const auto doc = nlohmann::json::parse(serialize(TrainOptions{}));
+  // Thirty fields: options.cc's compile-time count of SharedOptions agrees.
+  EXPECT_EQ(doc.size(), 30u);
+  EXPECT_EQ(doc.at("model"), "cnn");
+  EXPECT_EQ(doc.at("global_batch"), kDefaultGlobalBatch);
 }
 
 }  // namespace

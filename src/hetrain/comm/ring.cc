@@ -51,6 +51,17 @@ void wait_for(Request& r, const char* dir, int peer, std::size_t step) {
   }
 }
 
+// Posts one transfer; a transport that already knows the peer is gone fails
+// here rather than in wait(), and the error names the peer all the same.
+template <typename Post>
+std::unique_ptr<Request> post_named(Post&& post, const char* dir, int peer, std::size_t step) {
+  try {
+    return post();
+  } catch (const CommError& e) {
+    throw CommError(fmt::format("allreduce step {}: {} rank {} failed: {}", step, dir, peer, e.what()));
+  }
+}
+
 bool same(const Range& a, const Range& b) { return a.begin == b.begin && a.end == b.end; }
 
 template <typename T>
@@ -66,14 +77,16 @@ struct Receiving {
     std::unique_ptr<Request> request;
   };
   const Step* step = nullptr;
+  std::size_t index = 0;  // the step's number in the plan
   int tag = 0;
   std::size_t cursor = 0;  // next element to post a receive for
   std::size_t posted = 0;  // receives posted so far (slot = set + posted mod (kInFlight + 1))
   std::size_t set = 0;     // first landing slot of this step's set
   std::deque<Pending> pending;
 
-  void start(const Step& st, int t, std::size_t slot_set) {
+  void start(const Step& st, std::size_t number, int t, std::size_t slot_set) {
     step = &st;
+    index = number;
     tag = t;
     cursor = st.recv_from == kNoPeer ? st.recv.end : st.recv.begin;
     posted = 0;
@@ -85,7 +98,9 @@ struct Receiving {
     const std::size_t len = std::min(seg, step->recv.end - cursor);
     const std::size_t slot = set + posted++ % (kInFlight + 1);
     std::span<T> into = step->reduce ? slots.subspan(slot * seg, len) : data.subspan(cursor, len);
-    pending.push_back({cursor, len, slot, group.irecv(into, step->recv_from, tag)});
+    const int from = step->recv_from;
+    pending.push_back({cursor, len, slot,
+                       post_named([&] { return group.irecv(into, from, tag); }, "receiving from", from, index)});
     cursor += len;
   }
 };
@@ -111,7 +126,7 @@ void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& step
   std::vector<std::unique_ptr<Request>> sends;       // this step's
   std::vector<std::unique_ptr<Request>> next_sends;  // the next step's, posted early
   Receiving<T> now, ahead;
-  if (!steps.empty()) ahead.start(steps[0], tag_of(steps[0]), 0);
+  if (!steps.empty()) ahead.start(steps[0], 0, tag_of(steps[0]), 0);
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
     const int tag = tag_of(st);
@@ -119,12 +134,13 @@ void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& step
     next_sends.clear();
     if (sends.empty()) {
       for (std::size_t b = st.send.begin; st.send_to != kNoPeer && b < st.send.end; b += seg) {
-        sends.push_back(group.isend(data.subspan(b, std::min(seg, st.send.end - b)), st.send_to, tag));
+        auto chunk = data.subspan(b, std::min(seg, st.send.end - b));
+        sends.push_back(post_named([&] { return group.isend(chunk, st.send_to, tag); }, "sending to", st.send_to, s));
       }
     }
     std::swap(now, ahead);  // what was posted ahead for this step
     const Step* next = s + 1 < steps.size() ? &steps[s + 1] : nullptr;
-    if (next != nullptr) ahead.start(*next, tag_of(*next), ((s + 1) % 2) * (kInFlight + 1));
+    if (next != nullptr) ahead.start(*next, s + 1, tag_of(*next), ((s + 1) % 2) * (kInFlight + 1));
     // Does the next step send exactly what this one receives? Then forward segment by segment.
     const bool forward = next != nullptr && st.recv_from != kNoPeer && next->send_to != kNoPeer &&
                          same(next->send, st.recv) && st.recv.size() > 0;
@@ -148,7 +164,11 @@ void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& step
         ahead.post(group, data, slots, seg);
       }
       if (st.reduce) add_into(data.data() + p.begin, slots.data() + p.slot * seg, p.len);
-      if (forward) next_sends.push_back(group.isend(data.subspan(p.begin, p.len), next->send_to, tag_of(*next)));
+      if (forward) {
+        auto chunk = data.subspan(p.begin, p.len);
+        next_sends.push_back(post_named([&] { return group.isend(chunk, next->send_to, tag_of(*next)); },
+                                        "sending to", next->send_to, s + 1));
+      }
     }
     for (auto& r : sends) wait_for(*r, "sending to", st.send_to, s);
   }

@@ -1,6 +1,6 @@
 // Errors: hetrain throws exceptions from this small hierarchy and turns them
 // into a one-line message and an exit code in exactly one place
-// (cli/main.cc). See docs/errors.md for the policy.
+// (cli::main_entry, cli/args.cc). See docs/errors.md for the policy.
 #pragma once
 
 #include <sstream>

@@ -35,7 +35,7 @@ class StepObserver {
   virtual void after_step(const StepOutcome&, const Cursor&) {}
   // Collective where an observer gathers: every rank calls it after each
   // epoch's steps, observers in the same order.
-  virtual void end_epoch(const Cursor&, std::size_t epoch_steps) {}
+  virtual void end_epoch(const Cursor&, std::size_t /*epoch_steps*/) {}
 };
 
 // --sample-log PREFIX: each rank appends "epoch step id..." for the samples

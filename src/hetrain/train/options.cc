@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <utility>
 
 #include "hetrain/comm/allreduce.h"
 #include "hetrain/comm/env.h"
@@ -138,15 +140,52 @@ void validate(const TrainOptions& o, int world_size, ModelSource source) {
   validate_running(o);
 }
 
-std::uint32_t config_checksum(const TrainOptions& o) {
-  std::string text = fmt::format(
-      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.model, o.optimizer,
-      o.lr, o.momentum, o.lr_schedule, o.epochs, o.global_batch, o.max_steps, o.seed, o.data, o.train_images,
-      o.train_labels, o.test_images, o.test_labels, o.synthetic_train, o.synthetic_test, o.policy,
-      fmt::join(o.shares, ","), o.profile_steps, o.min_local_batch, o.max_local_batch, fmt::join(o.speeds, ","),
-      o.sample_cost_ms, o.allreduce, o.bucket_mb, o.checkpoint_every);
-  for (const auto& c : o.slowdowns) text += fmt::format("|{}@{}:{}", c.rank, c.step, c.speed);
-  text += "|" + o.checkpoint_dir + "|" + o.resume_dir + (o.overlap ? "|overlap" : "|no-overlap");
+namespace {
+
+// The number of fields of an aggregate: the most initializers T{...} takes
+// (every field of SharedOptions is a scalar, a string or a vector, so no
+// brace elision blurs the count).
+struct AnyField {
+  template <typename T>
+  operator T() const;  // declared only: used in unevaluated contexts
+};
+template <typename T, typename... Fields>
+constexpr std::size_t count_fields() {
+  if constexpr (requires { T{std::declval<Fields>()..., AnyField{}}; }) {
+    return count_fields<T, Fields..., AnyField>();
+  } else {
+    return sizeof...(Fields);
+  }
+}
+
+// serialize() below names this many fields. A field added to SharedOptions
+// without being serialized would escape the cross-rank check: this fails
+// the build instead.
+constexpr std::size_t kSerializedSharedFields = 30;
+static_assert(count_fields<SharedOptions>() == kSerializedSharedFields,
+              "a field was added to (or removed from) SharedOptions: serialize it in serialize() below");
+
+}  // namespace
+
+std::string serialize(const SharedOptions& o) {
+  nlohmann::json slowdowns = nlohmann::json::array();
+  for (const auto& c : o.slowdowns) slowdowns.push_back({c.rank, c.step, c.speed});
+  const nlohmann::json doc = {
+      {"model", o.model}, {"optimizer", o.optimizer}, {"lr", o.lr}, {"momentum", o.momentum},
+      {"lr_schedule", o.lr_schedule}, {"epochs", o.epochs}, {"global_batch", o.global_batch},
+      {"max_steps", o.max_steps}, {"seed", o.seed}, {"data", o.data}, {"train_images", o.train_images},
+      {"train_labels", o.train_labels}, {"test_images", o.test_images}, {"test_labels", o.test_labels},
+      {"synthetic_train", o.synthetic_train}, {"synthetic_test", o.synthetic_test}, {"policy", o.policy},
+      {"shares", o.shares}, {"profile_steps", o.profile_steps}, {"min_local_batch", o.min_local_batch},
+      {"max_local_batch", o.max_local_batch}, {"speeds", o.speeds}, {"slowdowns", slowdowns},
+      {"sample_cost_ms", o.sample_cost_ms}, {"allreduce", o.allreduce}, {"bucket_mb", o.bucket_mb},
+      {"overlap", o.overlap}, {"checkpoint_dir", o.checkpoint_dir}, {"checkpoint_every", o.checkpoint_every},
+      {"resume_dir", o.resume_dir}};
+  return doc.dump();
+}
+
+std::uint32_t config_checksum(const SharedOptions& o) {
+  const std::string text = serialize(o);
   return static_cast<std::uint32_t>(
       ::crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
 }

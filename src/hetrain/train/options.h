@@ -14,14 +14,17 @@ inline constexpr std::size_t kDefaultGlobalBatch = 64;       // samples per step
 inline constexpr double kDefaultTimeoutSeconds = 120.0;      // rendezvous and collectives
 inline constexpr std::size_t kDefaultSyntheticTrain = 6000;  // samples
 inline constexpr std::size_t kDefaultSyntheticTest = 1000;   // samples
+inline constexpr std::size_t kDefaultProfileSteps = 20;      // static without --shares: steps measured first
 // MiB per allreduce call. Smaller than DDP's 25 MiB (tuned for NCCL) so the
-// reduction of the last layers can start early in backward. Measured on the
-// 2-core dev machine (resnet, 4 workers): 8.3 s with 2 MiB vs 11.6 s with one
-// bucket while other work loaded it; no gain when it was quiet (overlap 1.04x
-// of --no-overlap, docs/benchmarks.md), since the cores were already busy.
+// reduction of the last layers can start early in backward; bench/overlap_bench.py
+// checks what the overlap buys (docs/benchmarks.md, "Overlap with backward").
 inline constexpr double kDefaultBucketMb = 2.0;
 
-struct TrainOptions {
+// What every rank must share: what is trained, on what, and how each batch
+// is cut and reduced. The cross-rank check (config_checksum) hashes the
+// serialized form of exactly this struct, so a new field is checked as soon
+// as it exists (options.cc refuses to compile until it is serialized).
+struct SharedOptions {
   // Model and optimisation.
   std::string model = "cnn";           // mlp | cnn | resnet
   std::string optimizer = "adam";      // adam | sgd
@@ -41,9 +44,9 @@ struct TrainOptions {
   std::size_t synthetic_test = kDefaultSyntheticTest;
 
   // Allocation.
-  std::string policy = "equal";    // equal | static | adaptive
-  std::vector<double> shares;      // static: one per worker; empty = profile first
-  std::size_t profile_steps = 20;  // static without --shares: steps measured first
+  std::string policy = "equal";  // equal | static | adaptive
+  std::vector<double> shares;    // static: one per worker; empty = profile first
+  std::size_t profile_steps = kDefaultProfileSteps;  // static without --shares: steps measured first
   std::size_t min_local_batch = 0;
   std::size_t max_local_batch = 0;  // 0 = no cap
 
@@ -63,30 +66,39 @@ struct TrainOptions {
   // by a steady, known per-sample cost and the host's cores stay free.
   double sample_cost_ms = 0.0;
 
-  // Running.
-  std::string allreduce = "auto";  // auto | gloo | ring | halving-doubling: the gradient allreduce
+  // The gradient reduction.
+  std::string allreduce = "auto";       // auto | gloo | ring | halving-doubling
   double bucket_mb = kDefaultBucketMb;  // gradients are reduced in calls of at most this size
   bool overlap = true;  // reduce each bucket as soon as backward has produced it (train/reducer.h)
-  std::string metrics_path;
-  std::string trace_path;  // Chrome trace-event timeline, written by rank 0 (report/trace.h)
-  int threads = 0;  // torch intra-op threads; 0 = cores / local workers
-  double timeout_seconds = kDefaultTimeoutSeconds;
-  bool quiet = false;
-  std::string log_level = "info";  // error | warn | info | debug (--quiet: error)
 
   // Checkpoints (train/checkpoint.h). The directory must be visible to every
   // worker of a resumed run (one machine, or a shared file system).
   std::string checkpoint_dir;        // write checkpoints here ("" = none)
   std::size_t checkpoint_every = 0;  // steps between checkpoints (0 = at the end of each epoch only)
   std::string resume_dir;            // continue from the checkpoint in this directory
+};
+
+// What each process decides for itself: where it writes, how it runs here.
+struct ProcessOptions {
+  std::string metrics_path;
+  std::string trace_path;  // Chrome trace-event timeline, written by rank 0 (record/trace.h)
+  int threads = 0;         // torch intra-op threads; 0 = cores / local workers
+  double timeout_seconds = kDefaultTimeoutSeconds;
+  bool quiet = false;
+  std::string log_level = "info";  // error | warn | info | debug (--quiet: error)
   // For tests of the cursor: each rank appends "epoch step index..." lines
   // for the samples it trains on to PREFIX.rankR.
   std::string sample_log;
 };
 
-// A checksum of every option that must be the same on every worker (not the
-// per-process ones: threads, timeout, metrics path, quiet, log level, trace, sample log).
-std::uint32_t config_checksum(const TrainOptions& o);
+// Everything a training run is configured by.
+struct TrainOptions : SharedOptions, ProcessOptions {};
+
+// The shared options as one JSON line (every field, by name).
+std::string serialize(const SharedOptions& o);
+
+// A checksum of serialize(o): what every worker must agree on.
+std::uint32_t config_checksum(const SharedOptions& o);
 
 // --model names a TorchScript file (it ends in .pt) rather than a built-in model.
 bool is_script_model(const std::string& model);
