@@ -1,178 +1,297 @@
 #!/usr/bin/env python3
-"""Allocation benchmark: hetrain's equal / static / adaptive against PyTorch DDP.
+"""Allocation benchmark matrix (issue 16): hetrain's equal / static / adaptive against PyTorch DDP.
 
-One run of this script measures every configuration side by side, repeated
---reps times in interleaved order (the policies' order rotating from one
-repetition to the next: use a multiple of 4 for --reps to give every policy
-every position), and prints one table of medians:
+One invocation runs every scenario x policy on real local processes, repeated --reps times (identical:
+--identical-reps) in interleaved order, the policies' order rotating from one repetition to the next, and
+prints medians:
 
-  scenario     policy    seconds  x ideal  x equal  efficiency  accuracy
+  scenario    workers  model              B    steps  heterogeneity
+  identical   4        cnn                256  60     none
+  cpu-slow    4        cnn                256  60     rank 3 emulated 4x slower (--speeds 1,1,1,0.25)
+  cgroup      4        TorchScript mlp    256  100    rank 3 held to 0.25 CPU by a cgroup CPU quota (root)
+  device      4        mlp                64   100    emulated devices (--sample-cost-ms 1), rank 3 4x slower
+  device-slow 4        mlp                64   100    device, and rank 1 4x slower from 40% of the steps on
+  mixed6      6        mlp                384  100    --speeds 1,0.8,0.5,0.5,1,0.3, rank 1 4x slower from 40%
+  commbound   4        resnet (3.5M)      16   40     rank 3 emulated 4x slower; a 14 MB allreduce per step
+                                                      against 4 samples of compute per worker
 
-Scenarios (4 workers on this one machine):
-  homogeneous  all workers equal
-  emulated     rank 3 emulated 4x slower (--speeds 1,1,1,0.25: sleeps 3x its compute)
-  cgroup       rank 3 really throttled to a quarter CPU by a cgroup v1 CPU quota (root only)
-  device       emulated accelerators: model mlp, every sample costs --sample-cost-ms of sleep on top of
-               the real compute, slept inside forward and backward where a device would hold the host
-               (src/hetrain/train/device_time.h; the host's cores stay free meanwhile), and rank 3 is
-               4x slower (--speeds 1,1,1,0.25). With four processes on a 2-core machine this is the
-               scenario whose noise comes from the devices, not from the host scheduler.
-  device-equal the device scenario with all workers equal: adaptive's cost over equal, measured where
-               the step-to-step noise (about 1%) is small enough to resolve a 1% difference.
+Policies: equal (B/N each), static with the true shares (in proportion to the speeds above; cgroup 4,4,4,1),
+adaptive, and PyTorch DDP (bench/ddp_peer.py) on the same model, data, batch, steps and emulation. The
+cgroup scenario's TorchScript mlp (784-256-10, as hetrain's mlp) is exported once with --torch-python and
+loaded by hetrain and DDP alike, so both train the same parameters from the same start.
 
-After the table, for each scenario: adaptive / equal run by run (each pair ran
-in the same repetition) and how many times adaptive changed the split.
+Columns: seconds = training time of the steps (evaluation excluded, the same samples in the same order for
+every hetrain policy); x equal, x ideal, x DDP = seconds over that reference's median seconds; balance
+efficiency (hetrain's metric); split moves and reverts (median per run: the metrics' policy_moves /
+policy_reverts where present, else counted from the per-step splits, a revert being a move back to the split
+before the previous move).
+"ideal" = steps x B / sum_i v_i + comm, with v_i each worker's compute speed (samples per compute second)
+and comm the run's communication time (the sum over steps of the wait of the worker that arrived last: the
+allreduce alone), both measured in the same scenario's adaptive runs (median over them). Under a mid-run
+slowdown v_i is the run's average.
+"Steps to follow" (device-slow, mixed6): steps after the slowdown until every worker's share is within 10%
+(or one sample) of the new speed-proportional split and stays there 3 steps (bench/allocation_stats.py).
 
-"seconds" is the training time of --steps steps of global batch B (evaluation
-excluded), the same samples in the same order for every configuration.
-"ideal" = steps x B / sum_i v_i + comm, with v_i each worker's compute speed
-(samples per compute second) and comm the run's communication time: the sum
-over steps of the wait of the worker that arrived last (the allreduce alone),
-both measured in the same scenario's adaptive runs. "x ideal (median comm)"
-prices every step's communication at the median step's instead, which leaves
-out the slow tail of the allreduces (the first version of this script did so). Usage:
+Then per scenario the adaptive / equal ratio of each repetition (with equal's median step: the slowest
+worker's compute and the exposed allreduce), and PASS/FAIL for the issue's targets (bench/allocation_report.py).
+All runs train on the full Fashion-MNIST training set and evaluate on its first 1,000 test samples.
+--json writes every run's numbers and metrics; --from-json prints the tables of such a file again.
+A run that fails or outlives --run-timeout stops the benchmark with its command and the end of its stderr.
+Usage (root for the cgroup scenario):
 
-  python3 bench/allocation_bench.py [--reps 3] [--steps 100] [--model cnn] [-b 256]
-                                    [--scenarios homogeneous,emulated,cgroup,device,device-equal] [--sample-cost-ms 1]
+  python3 bench/allocation_bench.py [--reps 3] [--identical-reps 5] [--scenarios a,b] [--steps N]
+                                    [--policies equal,static,adaptive,ddp] [--json FILE] [--from-json FILE]
 """
 import argparse
+import gzip
 import json
 import os
-import statistics
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass
+
+import allocation_report as report
+from allocation_cgroup import CpuQuota
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HETRAIN = os.path.join(ROOT, "build", "hetrain")
 LAUNCH = os.path.join(ROOT, "bench", "launch_local.sh")
 PEER = os.path.join(ROOT, "bench", "ddp_peer.py")
-CGROUP = "/sys/fs/cgroup/cpu/hetrain_bench"
-WORKERS = 4
-SLOW_RANK = 3
-QUOTA_SHARE = 0.25        # of one CPU
-CFS_PERIOD_US = 100000    # cgroup v1 scheduling period, microseconds
+POLICIES = ["equal", "static", "adaptive", "ddp"]
+LR = "2e-3"                # Adam, constant: the same for hetrain and DDP
+SLOWDOWN_AT = 0.4          # a mid-run slowdown starts after this fraction of the steps
+SLOWDOWN_FACTOR = 4.0      # and makes the worker this many times slower
+QUOTA_CPUS = 0.25          # the cgroup scenario's quota, in CPUs
+COLLECTIVE_TIMEOUT_S = 120  # workers give up on a dead peer after this
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+# The end-of-run evaluation is outside the timed steps but not outside the bench's own duration (the resnet's
+# pass over 10,000 samples on oversubscribed cores outlasts its timed steps): every run evaluates on 1,000.
+TEST_SAMPLES = 1000
+IDX_IMAGES_HEADER, IDX_LABELS_HEADER = 16, 8  # bytes before the data in idx3 / idx1 files
+STDERR_TAIL_CHARS = 2000   # of a failed run's stderr, shown in the error
+
+EXPORT_MLP = r"""
+import sys, torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(28 * 28, 256), torch.nn.ReLU(),
+                            torch.nn.Linear(256, 10))
+torch.jit.script(model).save(sys.argv[1])
+"""
 
 
-def cgroup_up():
-    if os.geteuid() != 0:
-        sys.exit("allocation_bench: the cgroup scenario needs root (it writes /sys/fs/cgroup/cpu); "
-                 "run as root or pass --scenarios homogeneous,emulated")
-    if not os.path.isdir("/sys/fs/cgroup/cpu"):
-        sys.exit("allocation_bench: no cgroup v1 cpu controller at /sys/fs/cgroup/cpu")
-    os.makedirs(CGROUP, exist_ok=True)
-    with open(f"{CGROUP}/cpu.cfs_period_us", "w") as f:
-        f.write(str(CFS_PERIOD_US))
-    with open(f"{CGROUP}/cpu.cfs_quota_us", "w") as f:
-        f.write(str(int(QUOTA_SHARE * CFS_PERIOD_US)))
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    model: str                  # mlp | cnn | resnet | script (the exported TorchScript mlp)
+    batch: int
+    steps: int
+    speeds: tuple               # true relative speeds at the start (static's shares)
+    sample_cost_ms: float = 0.0
+    slowdown_rank: int = -1     # -1: none; else this rank becomes SLOWDOWN_FACTOR x slower mid-run
+    cgroup_rank: int = -1       # -1: none; else this rank runs under the CPU quota (speeds not emulated)
+    follow_limit: int = 0       # target: steps within which the split follows the slowdown
+
+    @property
+    def workers(self):
+        return len(self.speeds)
+
+    def slowdown_step(self, steps):
+        return round(SLOWDOWN_AT * steps)
+
+    def speeds_after(self):
+        """True speeds after the slowdown."""
+        s = list(self.speeds)
+        if self.slowdown_rank >= 0:
+            s[self.slowdown_rank] /= SLOWDOWN_FACTOR
+        return s
 
 
-def cgroup_down():
-    if os.path.isdir(CGROUP):
-        try:
-            os.rmdir(CGROUP)
-        except OSError:
-            pass
+SLOW = (1, 1, 1, 0.25)
+SCENARIOS = [
+    Scenario("identical", "cnn", 256, 60, (1, 1, 1, 1)),
+    Scenario("cpu-slow", "cnn", 256, 60, SLOW),
+    Scenario("cgroup", "script", 256, 100, SLOW, cgroup_rank=3),
+    Scenario("device", "mlp", 64, 100, SLOW, sample_cost_ms=1.0),
+    Scenario("device-slow", "mlp", 64, 100, SLOW, sample_cost_ms=1.0, slowdown_rank=1, follow_limit=5),
+    Scenario("mixed6", "mlp", 384, 100, (1, 0.8, 0.5, 0.5, 1, 0.3), slowdown_rank=1, follow_limit=10),
+    Scenario("commbound", "resnet", 16, 40, SLOW),
+]
 
 
-def run(cmd, scenario, port, out):
+class BenchError(Exception):
+    pass
+
+
+def csv(values):
+    return ",".join(f"{v:g}" for v in values)
+
+
+def emulation_flags(sc, steps):
+    """Flags shared by hetrain and the DDP peer: model, batch, steps and the emulated heterogeneity."""
+    f = ["-b", str(sc.batch), "--max-steps", str(steps), "--lr", LR]
+    if sc.cgroup_rank < 0 and min(sc.speeds) < 1:
+        f += ["--speeds", csv(sc.speeds)]
+    if sc.sample_cost_ms > 0:
+        f += ["--sample-cost-ms", f"{sc.sample_cost_ms:g}"]
+    if sc.slowdown_rank >= 0:
+        new = sc.speeds[sc.slowdown_rank] / SLOWDOWN_FACTOR
+        f += ["--slowdown", f"{sc.slowdown_rank}@{sc.slowdown_step(steps)}:{new:g}"]
+    return f
+
+
+def command(sc, policy, steps, a, files):
+    model = files["script"] if sc.model == "script" else sc.model
+    flags = ["--model", model, "--data", files["data"]] + emulation_flags(sc, steps)
+    if policy == "ddp":
+        return [a.torch_python, PEER, "--timeout", str(COLLECTIVE_TIMEOUT_S)] + flags
+    cmd = [a.hetrain, "worker", "-q", "--policy", policy, "--lr-schedule", "constant",
+           "--timeout", str(COLLECTIVE_TIMEOUT_S)] + flags
+    if policy == "static":
+        cmd += ["--shares", csv(sc.speeds)]
+    return cmd
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(sc, cmd, out, quota, timeout_s):
+    """Runs the workers; returns the metrics document or raises BenchError with what went wrong."""
     env = dict(os.environ)
-    if scenario == "cgroup":
-        env.update(CGROUP=CGROUP, CGROUP_RANK=str(SLOW_RANK))
-    full = [LAUNCH, str(WORKERS), str(port)] + cmd + ["--metrics", out]
-    subprocess.run(full, env=env, check=True, stdout=subprocess.DEVNULL, timeout=3600)
-    with open(out) as f:
-        return json.load(f)
+    throttled = 0
+    if sc.cgroup_rank >= 0:
+        env.update(CGROUP=quota.path, CGROUP_RANK=str(sc.cgroup_rank))
+        throttled = quota.throttled_periods()
+    full = [LAUNCH, str(sc.workers), str(free_port())] + cmd + ["--metrics", out]
+    # A session of its own, so a run past its time is killed with every worker it started.
+    p = subprocess.Popen(full, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        _, err = p.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        _, err = p.communicate()
+        raise BenchError(f"no result after {timeout_s} s (killed)\n  {' '.join(full)}\n{err[-STDERR_TAIL_CHARS:]}")
+    except BaseException:  # Ctrl-C: the workers are in a session of their own and would outlive the bench
+        os.killpg(p.pid, signal.SIGKILL)
+        raise
+    if p.returncode != 0:
+        raise BenchError(f"exit status {p.returncode}\n  {' '.join(full)}\n{err[-STDERR_TAIL_CHARS:]}")
+    if sc.cgroup_rank >= 0 and quota.throttled_periods() == throttled:
+        raise BenchError(f"rank {sc.cgroup_rank} was never throttled by the quota in {quota.path}: "
+                         f"it did not run in the cgroup\n  {' '.join(full)}")
+    try:
+        with open(out) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise BenchError(f"no metrics from\n  {' '.join(full)}\n({e})") from None
+
+
+def make_data_dir(tmp):
+    """The full training set (linked) and the first TEST_SAMPLES test samples, in the layout of --data DIR."""
+    d = os.path.join(tmp, "data")
+    os.makedirs(d)
+    for name in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"):
+        os.symlink(os.path.join(FASHION_MNIST, name), os.path.join(d, name))
+    for name, header, size in (("t10k-images-idx3-ubyte.gz", IDX_IMAGES_HEADER, 28 * 28),
+                               ("t10k-labels-idx1-ubyte.gz", IDX_LABELS_HEADER, 1)):
+        with gzip.open(os.path.join(FASHION_MNIST, name)) as f:
+            raw = f.read(header + TEST_SAMPLES * size)
+        # The count is the big-endian 32-bit word after the magic number.
+        data = raw[:4] + TEST_SAMPLES.to_bytes(4, "big") + raw[8:]
+        with gzip.open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    return d
+
+
+def export_script_model(a, path):
+    p = subprocess.run([a.torch_python, "-c", EXPORT_MLP, path], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise BenchError(f"exporting the TorchScript mlp with {a.torch_python}: {p.stderr.strip()[-1000:]}")
+
+
+def run_matrix(a, scenarios, tmp, quota):
+    """Every repetition runs every scenario (that still needs it) with every policy, order rotating."""
+    files = {"script": os.path.join(tmp, "mlp.pt"), "data": make_data_dir(tmp)}
+    if any(sc.model == "script" for sc in scenarios):
+        export_script_model(a, files["script"])
+    runs = []
+    reps = {sc.name: max(a.reps, a.identical_reps if sc.name == "identical" else 0) for sc in scenarios}
+    for rep in range(max(reps.values())):
+        for sc in (sc for sc in scenarios if rep < reps[sc.name]):
+            steps = a.steps or sc.steps
+            # The order rotates with the repetition, so no policy always runs first (the machine's state
+            # drifts; a fixed order biases the pairs).
+            shift = rep % len(a.policies)
+            for policy in a.policies[shift:] + a.policies[:shift]:
+                out = os.path.join(tmp, f"{sc.name}-{policy}-{rep}.json")
+                t0 = time.monotonic()
+                try:
+                    doc = launch(sc, command(sc, policy, steps, a, files), out, quota, a.run_timeout)
+                except BenchError as e:
+                    raise BenchError(f"{sc.name} / {policy} / repetition {rep}: {e}") from None
+                runs.append(report.summarise(sc, policy, rep, steps, doc))
+                print(f"rep {rep} {sc.name:11s} {policy:8s} {runs[-1]['seconds']:7.2f} s "
+                      f"(run {time.monotonic() - t0:5.1f} s)", file=sys.stderr, flush=True)
+    return runs
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--reps", type=int, default=3, help="repetitions per scenario (medians)")
+    p.add_argument("--identical-reps", type=int, default=5, help="repetitions of the identical scenario")
+    p.add_argument("--steps", type=int, default=0, help="steps of every scenario (default: each its own)")
+    p.add_argument("--scenarios", default=",".join(sc.name for sc in SCENARIOS))
+    p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--json", default="", help="write every run's numbers here")
+    p.add_argument("--from-json", default="", help="print the tables of a --json file again, running nothing")
+    p.add_argument("--run-timeout", type=float, default=600, help="seconds one run may take before it is killed")
+    p.add_argument("--hetrain", default=os.path.join(ROOT, "build", "hetrain"))
+    p.add_argument("--torch-python", default="/usr/bin/python3", help="a Python with python3-torch (DDP, export)")
+    a = p.parse_args()
+    by_name = {sc.name: sc for sc in SCENARIOS}
+    unknown = [n for n in a.scenarios.split(",") if n not in by_name]
+    a.policies = a.policies.split(",")
+    unknown += [p for p in a.policies if p not in POLICIES]
+    if unknown:
+        sys.exit(f"allocation_bench: unknown scenario or policy {', '.join(unknown)} "
+                 f"(scenarios {', '.join(by_name)}; policies {', '.join(POLICIES)})")
+    if not os.access(a.hetrain, os.X_OK) and not a.from_json:
+        sys.exit(f"allocation_bench: no hetrain binary at {a.hetrain} (build it, or pass --hetrain)")
+    return a, [by_name[n] for n in a.scenarios.split(",")]
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--model", default="cnn")
-    p.add_argument("-b", "--global-batch", type=int, default=256)
-    p.add_argument("--scenarios", default="homogeneous,emulated,cgroup,device,device-equal")
-    p.add_argument("--sample-cost-ms", type=float, default=1.0, help="device scenario: sleep per sample")
-    p.add_argument("--json", default="", help="also write every run's numbers here")
-    a = p.parse_args()
-    scenarios = a.scenarios.split(",")
-    if "cgroup" in scenarios:
-        cgroup_up()
-    base = ["-b", str(a.global_batch), "--max-steps", str(a.steps)]
-    common = {sc: ["--model", "mlp" if sc.startswith("device") else a.model] + base for sc in scenarios}
-    device = ["--sample-cost-ms", str(a.sample_cost_ms)]
-    speeds = {"emulated": ["--speeds", "1,1,1,0.25"], "device": device + ["--speeds", "1,1,1,0.25"],
-              "device-equal": device}
-    shares = {"emulated": ["--shares", "4,4,4,1"], "device": ["--shares", "4,4,4,1"]}  # the true speeds
-    # elsewhere static profiles its shares
-    policies = ["equal", "static", "adaptive", "ddp"]
-    results = {}
-    port = 29700
+    a, scenarios = parse_args()
+    if a.from_json:
+        with open(a.from_json) as f:
+            saved = json.load(f)["runs"]
+        by_name = {sc.name: sc for sc in scenarios}
+        # Summarised again from the metrics, so a file from an older version of this script reads the same.
+        runs = [report.summarise(by_name[r["scenario"]], r["policy"], r["rep"], r["steps"], r["metrics"])
+                for r in saved if r["scenario"] in by_name]
+        report.print_all([sc for sc in scenarios if any(r["scenario"] == sc.name for r in runs)], runs)
+        return
+    quota = CpuQuota(QUOTA_CPUS)
     try:
+        if any(sc.cgroup_rank >= 0 for sc in scenarios):
+            quota.up()
         with tempfile.TemporaryDirectory() as tmp:
-            for rep in range(a.reps):
-                for sc in scenarios:
-                    # The order rotates with the repetition, so no policy always runs first (the
-                    # machine's state drifts; a fixed order biased the pairs by about 2%).
-                    for pol in policies[rep % len(policies):] + policies[:rep % len(policies)]:
-                        port += 1
-                        out = os.path.join(tmp, f"{sc}-{pol}-{rep}.json")
-                        extra = speeds.get(sc, [])
-                        if pol == "ddp":
-                            cmd = ["/usr/bin/python3", PEER] + common[sc] + ["--lr", "2e-3"] + extra
-                        else:
-                            cmd = [HETRAIN, "worker", "-q", "--policy", pol, "--lr", "2e-3",
-                                   "--lr-schedule", "constant"] + common[sc] + extra
-                            if pol == "static":
-                                cmd += shares.get(sc, [])
-                        d = run(cmd, sc, port, out)
-                        results.setdefault((sc, pol), []).append(d)
-                        print(f"rep {rep} {sc:12s} {pol:9s} {sum(e['train_seconds'] for e in d['epochs']):7.2f} s",
-                              file=sys.stderr, flush=True)
+            runs = run_matrix(a, scenarios, tmp, quota)
+    except BenchError as e:
+        sys.exit(f"allocation_bench: FAILED: {e}")
     finally:
-        cgroup_down()
-
-    print(f"\n{WORKERS} workers, model {a.model} (device: mlp, {a.sample_cost_ms} ms/sample), "
-          f"B={a.global_batch}, {a.steps} steps, medians of {a.reps} runs\n")
-    print("| scenario | policy | seconds | x ideal | x ideal (median comm) | x equal | DDP / this "
-          "| balance efficiency | test accuracy |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    dump = {}
-    for sc in scenarios:
-        secs = {pol: statistics.median(sum(e["train_seconds"] for e in d["epochs"]) for d in results[(sc, pol)])
-                for pol in policies}
-        ideals, ideals_median_comm = [], []
-        for d in results[(sc, "adaptive")]:
-            speed = sum(w["samples"] / w["compute_seconds"] for w in d["workers"] if w["compute_seconds"] > 0)
-            last_waits = [min(ws) for ws in d["steps"]["wait_seconds"]]  # the allreduce alone
-            steps = len(d["allocation"])
-            ideals.append(steps * a.global_batch / speed + sum(last_waits))
-            ideals_median_comm.append(steps * (a.global_batch / speed + statistics.median(last_waits)))
-        ideal = statistics.median(ideals)
-        ideal_median_comm = statistics.median(ideals_median_comm)
-        for pol in policies:
-            runs = results[(sc, pol)]
-            eff = "-" if pol == "ddp" else f"{statistics.median(d['balance_efficiency'] for d in runs):.3f}"
-            acc = statistics.median(d["epochs"][-1]["test_accuracy"] for d in runs)
-            print(f"| {sc} | {pol} | {secs[pol]:.2f} | {secs[pol] / ideal:.2f} | {secs[pol] / ideal_median_comm:.2f} "
-                  f"| {secs[pol] / secs['equal']:.2f} "
-                  f"| {secs['ddp'] / secs[pol]:.2f} | {eff} | {acc:.4f} |")
-            dump[f"{sc}/{pol}"] = {"seconds": [sum(e["train_seconds"] for e in d["epochs"]) for d in runs],
-                                    "ideal_seconds": ideal, "ideal_seconds_median_comm": ideal_median_comm}
-    print()
-    for sc in scenarios:
-        pairs = [ad_sec / eq_sec for ad_sec, eq_sec in zip(
-            (sum(e["train_seconds"] for e in d["epochs"]) for d in results[(sc, "adaptive")]),
-            (sum(e["train_seconds"] for e in d["epochs"]) for d in results[(sc, "equal")]))]
-        # A policy's moves: changes between full global batches (an epoch's last, partial batch scales the
-        # split without the policy moving).
-        moves = [sum(1 for x, y in zip(d["allocation"], d["allocation"][1:]) if x != y and sum(x) == sum(y))
-                 for d in results[(sc, "adaptive")]]
-        print(f"- {sc}: adaptive / equal per pair {' '.join(f'{r:.3f}' for r in pairs)} "
-              f"(median {statistics.median(pairs):.3f}); adaptive changed the split {moves} times")
+        quota.down()
+    summary = report.print_all(scenarios, runs)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(dump, f, indent=1)
+            json.dump({"argv": sys.argv, "scenarios": [sc.__dict__ for sc in scenarios], "summary": summary,
+                       "runs": runs}, f, indent=1)
 
 
 if __name__ == "__main__":

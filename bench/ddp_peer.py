@@ -2,7 +2,7 @@
 """The peer hetrain is measured against: PyTorch DistributedDataParallel (Gloo).
 
 Same models (architecture and init distribution), same global batch B, same
-data (Fashion-MNIST from Debian's package), same per-epoch permutation idea:
+data (Fashion-MNIST from Debian's package, or --data DIR), same per-epoch permutation idea:
 each global batch of B samples is cut into N equal slices, as DDP users do.
 Launch with bench/launch_local.sh (or torchrun where it works):
 
@@ -10,16 +10,24 @@ Launch with bench/launch_local.sh (or torchrun where it works):
 
 --speeds emulates a slower device the way hetrain does: worker i measures its
 forward+backward time c and sleeps c*(1/s_i - 1) before the optimizer step.
-(DDP's backward includes the gradient allreduce; the slow worker arrives last,
-so its own allreduce wait is only the transfer, and c is essentially compute.)
+c ends at the last parameter's gradient hook: DDP's backward then waits for
+the allreduce, and a wait counted in c would feed one slow worker's sleep into
+another's, growing step by step when several workers are slow.
 --sample-cost-ms emulates an accelerator as hetrain does (src/hetrain/train/
 device_time.h): b x cost / s_i of sleep, a third right after the forward and the
 rest in each parameter's gradient hook, shared out where the host's backward
 spends its time, which runs before DDP's reducer sees the gradient; then c above
 is the host's compute only.
+--slowdown RANK@STEP:SPEED,... changes a worker's emulated speed from a global
+step on (counted from 0), as hetrain's flag does.
+--model also takes a TorchScript file (*.pt, torch.jit.script(m).save): the
+same file hetrain loads, so both train the same parameters from the same start.
+--timeout bounds the rendezvous and every collective, so a dead peer ends the
+run with an error instead of DDP's 30-minute default wait.
 Writes a small JSON (wall_seconds, epochs) on rank 0.
 """
 import argparse
+import datetime
 import gzip
 import json
 import math
@@ -41,9 +49,9 @@ def read_idx(path, header):
         return np.frombuffer(f.read(), dtype=np.uint8, offset=header)
 
 
-def load(split):
-    x = read_idx(f"{DATA}/{split}-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)
-    y = read_idx(f"{DATA}/{split}-labels-idx1-ubyte.gz", 8)
+def load(data, split):
+    x = read_idx(f"{data}/{split}-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)
+    y = read_idx(f"{data}/{split}-labels-idx1-ubyte.gz", 8)
     return torch.from_numpy(x.copy()), torch.from_numpy(y.astype(np.int64))
 
 
@@ -99,6 +107,7 @@ class Cnn(nn.Module):
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
+BUILTIN = {"mlp": Mlp, "cnn": Cnn, "resnet": ResNet}
 FORWARD_SHARE = 1.0 / 3.0  # of a step's device time, as hetrain's kForwardShare
 
 
@@ -107,7 +116,9 @@ class DeviceTime:
 
     As hetrain's (src/hetrain/train/device_time.h): each parameter's share of
     the backward is the host's backward time up to its hook, summed over the
-    steps so far (the first step splits by parameter count)."""
+    steps so far (the first step splits by parameter count). The hooks are
+    registered even without device time: `mark` after the last one is where
+    the step's compute ends."""
 
     def __init__(self, params, enabled):
         params = [p for p in params if p.requires_grad]
@@ -117,9 +128,9 @@ class DeviceTime:
         self.share = list(self.numel_share)
         self.host = [0.0] * len(params)
         self.mark = time.perf_counter()
-        if enabled:
-            for k, p in enumerate(params):
-                p.register_hook(self._hook(k))
+        self.enabled = enabled
+        for k, p in enumerate(params):
+            p.register_hook(self._hook(k))
 
     def _hook(self, k):
         def hook(_grad):
@@ -138,16 +149,48 @@ class DeviceTime:
         self.slept = 0.0
         measured = sum(self.host)
         self.share = [h / measured for h in self.host] if measured > 0 else list(self.numel_share)
-        self.forward, self.backward = seconds * FORWARD_SHARE, seconds * (1.0 - FORWARD_SHARE)
+        if self.enabled:
+            self.forward, self.backward = seconds * FORWARD_SHARE, seconds * (1.0 - FORWARD_SHARE)
 
     def after_forward(self):
         self._sleep(self.forward)
         self.mark = time.perf_counter()  # the backward starts now
 
 
+def parse_slowdowns(text):
+    """"RANK@STEP:SPEED,..." -> [(rank, step, speed)], as hetrain's --slowdown."""
+    out = []
+    for item in filter(None, text.split(",")):
+        try:
+            rank, rest = item.split("@")
+            step, speed = rest.split(":")
+            out.append((int(rank), int(step), float(speed)))
+        except ValueError:
+            raise SystemExit(f"ddp_peer: --slowdown item {item!r} is not RANK@STEP:SPEED") from None
+    return out
+
+
+def emulated_speed(speeds, slowdowns, rank, step):
+    """The speed of `rank` at global step `step`: the latest change at or before it."""
+    speed, latest = speeds[rank], -1
+    for r, at, s in slowdowns:
+        if r == rank and latest <= at <= step:
+            speed, latest = s, at
+    return speed
+
+
+def make_model(name):
+    if name.endswith(".pt"):
+        return torch.jit.load(name)  # its own parameters, as hetrain takes them
+    if name not in BUILTIN:
+        raise SystemExit(f"ddp_peer: unknown model {name!r} (mlp | cnn | resnet | FILE.pt)")
+    return BUILTIN[name]()
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "resnet"])
+    p.add_argument("--model", default="mlp", help="mlp | cnn | resnet | a TorchScript file *.pt")
+    p.add_argument("--data", default=DATA, help="a directory of the four MNIST-format .gz idx files")
     p.add_argument("-b", "--global-batch", type=int, default=256)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-steps", type=int, default=0)
@@ -155,22 +198,26 @@ def main():
     p.add_argument("--speeds", default="")
     p.add_argument("--sample-cost-ms", type=float, default=0.0,
                    help="emulated device: this many ms per local sample, slept in forward and backward (as hetrain)")
+    p.add_argument("--slowdown", default="", help="RANK@STEP:SPEED,...: emulated speed changes, as hetrain's")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds any rendezvous or collective may take")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--metrics", default="")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
-    dist.init_process_group("gloo")
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=a.timeout))
     rank, n = dist.get_rank(), dist.get_world_size()
     speeds = [float(s) for s in a.speeds.split(",")] if a.speeds else [1.0] * n
-    assert len(speeds) == n, "--speeds needs one value per worker"
+    if len(speeds) != n:
+        raise SystemExit(f"ddp_peer: --speeds has {len(speeds)} values for {n} workers")
+    slowdowns = parse_slowdowns(a.slowdown)
     torch.manual_seed(a.seed)
-    model = nn.parallel.DistributedDataParallel({"mlp": Mlp, "cnn": Cnn, "resnet": ResNet}[a.model]())
+    model = nn.parallel.DistributedDataParallel(make_model(a.model))
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     device = DeviceTime(model.module.parameters(), a.sample_cost_ms > 0)
-    xtr, ytr = load("train")
-    xte, yte = load("t10k")
+    xtr, ytr = load(a.data, "train")
+    xte, yte = load(a.data, "t10k")
     B = a.global_batch
     steps = math.ceil(len(ytr) / B)
     lo, hi = rank * B // n, (rank + 1) * B // n  # DDP: equal slices
@@ -186,15 +233,16 @@ def main():
                 break
             idx = perm[step * B:(step + 1) * B]
             mine = idx[lo * len(idx) // B:hi * len(idx) // B]
-            device.begin_step(a.sample_cost_ms * len(mine) / 1000.0 / speeds[rank])
+            speed = emulated_speed(speeds, slowdowns, rank, total)
+            device.begin_step(a.sample_cost_ms * len(mine) / 1000.0 / speed)
             t0 = time.perf_counter()
             opt.zero_grad()
             loss = F.cross_entropy(model(normalise(xtr[mine])), ytr[mine])
             device.after_forward()
             loss.backward()
-            c = time.perf_counter() - t0 - device.slept
-            if speeds[rank] < 1.0:
-                time.sleep(c * (1.0 / speeds[rank] - 1.0))
+            c = device.mark - t0 - device.slept  # compute only: up to the last gradient, before DDP's wait
+            if speed < 1.0:
+                time.sleep(c * (1.0 / speed - 1.0))
             opt.step()
             total += 1
         train_seconds = time.perf_counter() - t_epoch
@@ -209,7 +257,7 @@ def main():
     wall = time.perf_counter() - start
     if rank == 0:
         doc = {"wall_seconds": wall, "epochs": epochs, "world_size": n, "model": a.model,
-               "global_batch": B, "speeds": speeds, "peer": "pytorch-ddp-gloo"}
+               "global_batch": B, "speeds": speeds, "slowdown": a.slowdown, "peer": "pytorch-ddp-gloo"}
         if a.metrics:
             with open(a.metrics + ".tmp", "w") as f:
                 json.dump(doc, f)
