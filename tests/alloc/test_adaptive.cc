@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -80,18 +81,22 @@ TEST(SolveSplit, InfeasibleBoundsAreAClearError) {
   EXPECT_THROW(solve_split({{0, 1}, {0, 1}}, 64, b), UsageError);
 }
 
-// A cluster whose true cost is t_i(b) = b / v_i, with multiplicative noise.
+// A cluster whose true cost is t_i(b) = b / v_i, with multiplicative noise;
+// a step takes its slowest worker's time (independent devices).
 struct Cluster {
   std::vector<double> speed;
   double noise = 0.0;
   std::mt19937_64 rng{7};
+  double previous = 0.0;  // the last step's time, reported with the next
   Observation step(const std::vector<std::size_t>& split) {
     std::uniform_real_distribution<double> u(-noise, noise);
     Observation o;
     o.local_batch = split;
+    o.previous_step_seconds = previous;
     for (std::size_t i = 0; i < split.size(); ++i) {
       o.compute_seconds.push_back(static_cast<double>(split[i]) / speed[i] * (1.0 + u(rng)));
     }
+    previous = *std::max_element(o.compute_seconds.begin(), o.compute_seconds.end());
     return o;
   }
 };
@@ -112,11 +117,14 @@ TEST(AdaptivePolicy, StartsEqualAndConvergesToTheProportionalSplit) {
   EXPECT_EQ(p.split(), (std::vector<std::size_t>{64, 64, 64, 64}));
   Cluster c{{400, 400, 400, 100}, 0.02};
   // A 4x slower worker: the predicted gain (about 69%) clears the
-  // one-sample band, so the split moves after the first step.
+  // one-sample band, so the split moves after the first step: a trial,
+  // compared with the first step's time, and kept.
   p.observe(c.step(p.split()));
   EXPECT_NE(p.split(), (std::vector<std::size_t>{64, 64, 64, 64}));
-  for (int s = 0; s < 2; ++s) p.observe(c.step(p.split()));
+  for (int s = 0; s < 4; ++s) p.observe(c.step(p.split()));
   EXPECT_LT(max_relative_gap(p.split(), c.speed, 256), 0.10);
+  EXPECT_EQ(p.best_split(), p.split());
+  EXPECT_EQ(p.stats().reverts, 0u);
   EXPECT_EQ(sum(p.split()), 256u);
 }
 

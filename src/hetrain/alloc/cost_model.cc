@@ -58,6 +58,7 @@ void CostModel::observe(Sample s) {
     window_.keep_last(config_.change_run);
     overhead_ *= median(surprise_ratios_);
     surprise_ratios_.clear();
+    ++changes_;
   }
   window_.keep_last(config_.window);
   refit();
@@ -135,7 +136,8 @@ void CostModel::refit_one_batch() {
     return n % 2 == 1 ? upper : 0.5 * (upper + f(t[mid - 1]));
   };
   const double b = window_.front().batch;
-  overhead_ = std::clamp(overhead_, 0.0, config_.retained_overhead_share * median_of([](double x) { return x; }));
+  overhead_ =
+      std::clamp(overhead_, 0.0, config_.retained_overhead_share * median_of([](double x) { return x; }));
   const double a = overhead_;
   seconds_per_sample_ =
       std::max(kMinSecondsPerSample, median_of([a, b](double x) { return std::max(0.0, x - a) / b; }));

@@ -111,6 +111,9 @@ class CostModel {
   // |t - predicted| / predicted (0 when unfitted).
   double relative_scatter() const { return scatter_; }
   std::size_t samples() const { return window_.size(); }
+  // How many real changes have been detected so far (a caller compares
+  // counts before and after observe()).
+  std::size_t changes() const { return changes_; }
   // Starts from a known speed (a saved state, a profile), no overhead.
   void seed(double samples_per_second, double overhead_seconds = 0.0);
 
@@ -123,6 +126,7 @@ class CostModel {
   double overhead_ = 0.0;
   std::optional<double> seconds_per_sample_;
   double scatter_ = 0.0;                  // relative_scatter() of the current fit and window
+  std::size_t changes_ = 0;               // changes()
   std::vector<double> slopes_, scratch_;  // refit's working space (no allocation per step)
 };
 

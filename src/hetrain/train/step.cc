@@ -89,7 +89,10 @@ StepOutcome StepRunner::run(const StepPlan& plan, const Tensors& train, const to
   out.clock.apply_end = Clock::now();
   observe(plan, out.all);
   out.clock.observe_end = Clock::now();
-  last_step_seconds_ = seconds_between(out.clock.begin, out.clock.apply_end);
+  // The process's first step pays for lazy initialisation (allocations,
+  // the reducer learning the gradients' order): no measure of the split.
+  last_step_seconds_ = first_step_ ? 0.0 : seconds_between(out.clock.begin, out.clock.apply_end);
+  first_step_ = false;
   return out;
 }
 

@@ -114,6 +114,7 @@ class StepRunner {
   GradientReducer reducer_;
   Emulation emulation_;
   double last_step_seconds_ = 0.0;  // this rank's wall time of the step before (0: none)
+  bool first_step_ = true;          // of this process
 };
 
 }  // namespace hetrain::train

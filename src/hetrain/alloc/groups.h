@@ -1,0 +1,155 @@
+// Workers alike within noise, treated as one: they share a pooled cost model
+// and hold equal shares, so noise cannot split identical workers apart.
+// Plain functions, header-only (adaptive.cc alone uses them).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <numeric>
+#include <vector>
+
+#include "hetrain/alloc/policy.h"
+
+namespace hetrain::alloc {
+
+// Whether two workers' models are indistinguishable: their predicted times
+// at the typical batch and at each one's own batch differ (relative) by at
+// most `span` x the larger of `tolerance` and `bands` combined standard
+// errors. Predicted times, not (overhead, speed) pairs: noise can trade one
+// for the other along the samples of one batch size and still predict alike.
+struct Likeness {
+  const std::vector<std::size_t>& batches;  // each worker's current batch
+  double typical_batch = 1.0;
+  double tolerance = 0.0;
+  double bands = 0.0;
+  bool operator()(const std::vector<WorkerModel>& ms, const std::vector<double>& errors, std::size_t i,
+                  std::size_t j, double span = 1.0) const {
+    const double limit = span * std::max(tolerance, bands * std::hypot(errors[i], errors[j]));
+    for (const double b : {typical_batch, static_cast<double>(batches[i]), static_cast<double>(batches[j])}) {
+      const double ti = ms[i].overhead + b / ms[i].speed, tj = ms[j].overhead + b / ms[j].speed;
+      if (std::abs(ti - tj) > limit * std::min(ti, tj)) return false;
+    }
+    return true;
+  }
+};
+
+struct Grouping {
+  std::vector<WorkerModel> models;  // by rank: the pooled model of the worker's group
+  std::vector<std::size_t> group;   // by rank: the group's number
+};
+
+namespace detail {
+
+// A group may span at most this many tolerances (from its slowest member to
+// its fastest): wider, it is cut at its largest gap.
+inline constexpr double kMaxGroupSpan = 2.0;
+
+// Makes order[begin, end) one group: every member gets the mean overhead
+// and the mean per-sample cost.
+inline void pool(const std::vector<WorkerModel>& ms, const std::vector<std::size_t>& order, std::size_t begin,
+                 std::size_t end, Grouping& out) {
+  double overhead = 0.0, per_sample = 0.0;
+  for (std::size_t k = begin; k < end; ++k) {
+    overhead += ms[order[k]].overhead;
+    per_sample += 1.0 / ms[order[k]].speed;
+  }
+  const double size = static_cast<double>(end - begin);
+  for (std::size_t k = begin; k < end; ++k) {
+    out.models[order[k]] = {overhead / size, size / per_sample};
+    out.group[order[k]] = order[begin];
+  }
+}
+
+// Groups order[begin, end), a chain of workers each alike the next, cut at
+// its largest gap in effective speed while it spans more than kMaxGroupSpan.
+inline void pool_chain(const std::vector<WorkerModel>& ms, const std::vector<double>& errors,
+                       const std::vector<double>& speeds, const std::vector<std::size_t>& order,
+                       std::size_t begin, std::size_t end, const Likeness& alike, Grouping& out) {
+  if (end - begin < 2 || alike(ms, errors, order[begin], order[end - 1], kMaxGroupSpan)) {
+    pool(ms, order, begin, end, out);
+    return;
+  }
+  std::size_t cut = begin + 1;
+  double widest = -1.0;
+  for (std::size_t k = begin + 1; k < end; ++k) {
+    const double gap = speeds[order[k]] / speeds[order[k - 1]];
+    if (gap > widest) widest = gap, cut = k;
+  }
+  pool_chain(ms, errors, speeds, order, begin, cut, alike, out);
+  pool_chain(ms, errors, speeds, order, cut, end, alike, out);
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// Union-find over ranks: the root of i's set (with path halving), and the
+// union of two sets under the lower root (so the result is order-free).
+inline std::size_t root(std::vector<std::size_t>& parent, std::size_t i) {
+  while (parent[i] != i) i = parent[i] = parent[parent[i]];
+  return i;
+}
+inline void join(std::vector<std::size_t>& parent, std::size_t a, std::size_t b) {
+  a = root(parent, a), b = root(parent, b);
+  if (a != b) parent[std::max(a, b)] = std::min(a, b);
+}
+
+}  // namespace detail
+
+// Terms: workers sorted by effective speed at the typical batch are joined
+// to the next when alike (single linkage: identical workers, close to each
+// other, are never cut apart by a neighbour between them), and the members
+// of a `previous` group stay joined while they remain alike within
+// kMaxGroupSpan tolerances (hysteresis: noise near the tolerance does not
+// make a group flicker). A set too wide is cut at its largest gaps.
+// `errors`: each model's relative standard error. Ties keep rank order, so
+// every worker forms the same groups.
+inline Grouping pool_alike(const std::vector<WorkerModel>& ms, const std::vector<double>& errors,
+                           const Likeness& alike, const std::vector<std::size_t>& previous = {}) {
+  const std::size_t n = ms.size();
+  std::vector<double> speeds(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    speeds[i] = alike.typical_batch / (ms[i].overhead + alike.typical_batch / ms[i].speed);
+  }
+  std::vector<std::size_t> order(n), parent(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::iota(parent.begin(), parent.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return speeds[a] < speeds[b]; });
+  for (std::size_t k = 1; k < n; ++k) {
+    if (alike(ms, errors, order[k - 1], order[k])) detail::join(parent, order[k - 1], order[k]);
+  }
+  std::vector<std::vector<std::size_t>> sets(n);  // by label or root, members in speed order
+  if (previous.size() == n) {
+    for (const std::size_t i : order) sets[previous[i]].push_back(i);
+    for (const auto& g : sets) {
+      if (g.size() < 2 || !alike(ms, errors, g.front(), g.back(), detail::kMaxGroupSpan)) continue;
+      for (const std::size_t i : g) detail::join(parent, g.front(), i);
+    }
+    for (auto& g : sets) g.clear();
+  }
+  for (const std::size_t i : order) sets[detail::root(parent, i)].push_back(i);
+  Grouping out{ms, std::vector<std::size_t>(n, 0)};
+  for (const auto& g : sets) {
+    if (!g.empty()) detail::pool_chain(ms, errors, speeds, g, 0, g.size(), alike, out);
+  }
+  return out;
+}
+
+// `split` with each group's samples spread evenly over its members (the
+// remainder to the lowest ranks): identical workers hold equal shares. The
+// group's total, so the sum and, on average, the bounds hold.
+inline std::vector<std::size_t> even_out(const std::vector<std::size_t>& split,
+                                         const std::vector<std::size_t>& group) {
+  std::vector<std::size_t> total(split.size(), 0), members(split.size(), 0), seen(split.size(), 0);
+  for (std::size_t i = 0; i < split.size(); ++i) total[group[i]] += split[i], ++members[group[i]];
+  std::vector<std::size_t> out(split.size());
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const std::size_t g = group[i];
+    out[i] = total[g] / members[g] + (seen[g]++ < total[g] % members[g] ? 1 : 0);
+  }
+  return out;
+}
+
+}  // namespace hetrain::alloc
