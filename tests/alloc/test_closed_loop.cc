@@ -231,10 +231,14 @@ TEST(AdaptiveClosedLoop, SameObservationsGiveTheSameSplits) {
 }
 
 TEST(AdaptiveClosedLoop, AFirstStepLeftUnmeasuredIsMeasuredBeforeATrialIsJudged) {
-  // A trainer reports its first step's time as unknown (lazy initialisation):
-  // the first trial has nothing to compare with, goes back to measure the
-  // equal split, then tries again and keeps the faster split.
-  AdaptivePolicy p(4, 256, {});
+  // A trainer reports its first step's time as unknown (lazy initialisation)
+  // and the policy is told to ignore none: the first trial has nothing to
+  // compare with, goes back to measure the equal split, then tries again and
+  // keeps the faster split.
+  AdaptiveConfig config;
+  config.warmup_steps = 0;
+  config.ignored_step_times = 0;
+  AdaptivePolicy p(4, 256, {}, config);
   Host h{{400, 400, 400, 100}, 0.02, 0.05, 0.02};
   bool returned = false;
   for (std::size_t s = 0; s < 20; ++s) {
@@ -247,6 +251,23 @@ TEST(AdaptiveClosedLoop, AFirstStepLeftUnmeasuredIsMeasuredBeforeATrialIsJudged)
   EXPECT_TRUE(returned);
   EXPECT_LT(gap_to_proportional(p.best_split(), h.speed), 0.10);
   EXPECT_EQ(p.stats().reverts, 0u);
+}
+
+TEST(AdaptiveClosedLoop, ByDefaultTheFirstTrialWaitsForAMeasuredStepAndNeverGoesBack) {
+  AdaptivePolicy p(4, 256, {});
+  Host h{{400, 400, 400, 100}, 0.02, 0.05, 0.02};
+  bool left = false, returned = false;
+  for (std::size_t s = 0; s < 20; ++s) {
+    Observation o = h.step(p.split());
+    if (s == 1) o.previous_step_seconds = 0.0;
+    p.observe(o);
+    const bool equal = p.split() == Split{64, 64, 64, 64};
+    returned = returned || (left && equal);
+    left = left || !equal;
+  }
+  EXPECT_TRUE(left);
+  EXPECT_FALSE(returned);
+  EXPECT_LT(gap_to_proportional(p.best_split(), h.speed), 0.10);
 }
 
 TEST(AdaptiveClosedLoop, AWorkerTooSlowForOneSampleGetsNoneAndIsProbedUntilItRecovers) {

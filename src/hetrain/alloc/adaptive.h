@@ -51,17 +51,17 @@ struct AdaptiveConfig {
   // workers can reach 1.7x on a shared host.
   std::size_t min_samples = 1;
   double single_sample_band = 0.5;
-  // Steps ignored at the start. 0: the first step pays for lazy
-  // initialisation, but on every worker alike, and the medians of the cost
-  // model shrug it off.
-  std::size_t warmup_steps = 0;
+  // Steps whose compute times are ignored at the start. The first pays for
+  // lazy initialisation, and an emulated slow worker's stretches it: a
+  // proposal from it would be a guess tried at a price.
+  std::size_t warmup_steps = 1;
 
   // The closed loop. A proposal is tried, and kept only if the measured step
   // time beats the split it replaced beyond the measured noise.
-  // Step times of the run's first steps, ignored (steps). 0: a caller whose
-  // first step pays for lazy initialisation reports its time as unknown (0),
-  // and the first trial then goes back to measure the split it replaced.
-  std::size_t ignored_step_times = 0;
+  // Step times of the run's first steps, ignored (steps). The first step's
+  // is lazy initialisation's: the first trial waits for one measured step
+  // of the split it replaces, rather than going back to measure it later.
+  std::size_t ignored_step_times = 1;
   // Step times per split kept to judge it (steps): medians of this many.
   std::size_t step_window = 32;
   // Trial length (steps with a measured time): at least `min_trial_steps` (one
