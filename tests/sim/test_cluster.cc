@@ -110,6 +110,72 @@ TEST(Cluster, SyntaxErrorsAndMissingKeysNameTheFile) {
   EXPECT_NE(e3.find("group[0].speed"), std::string::npos) << e3;
 }
 
+// Two machines: four workers sharing "box"'s 2 cores, one of them held to a
+// quarter of a CPU, and an independent device.
+constexpr const char* kShared = R"(global_batch = 64
+gradient_bytes = 4000
+[network]
+noise = 0.02
+[[machine]]
+name = "box"
+cores = 2
+[[group]]
+name = "host"
+count = 3
+machine = "box"
+speed = 100
+[[group]]
+name = "held"
+machine = "box"
+speed = 100
+quota = 0.25
+[[group]]
+name = "gpu"
+speed = 800
+)";
+
+TEST(Cluster, ReadsMachinesQuotasAndTheirStandaloneSpeeds) {
+  const Cluster c = parse_cluster(kShared, "c.toml");
+  ASSERT_EQ(c.machines.size(), 1u);
+  EXPECT_EQ(c.machines[0].name, "box");
+  EXPECT_EQ(c.machines[0].cores, 2.0);
+  EXPECT_EQ(c.network.noise, 0.02);
+  EXPECT_EQ(c.groups[0].machine, 0u);
+  EXPECT_EQ(c.groups[0].threads, 1.0);
+  EXPECT_EQ(c.groups[0].quota, 0.0);
+  EXPECT_EQ(c.groups[1].quota, 0.25);
+  EXPECT_EQ(c.groups[2].machine, kNoMachine);
+  // Alone on the box a worker gets one CPU (its thread), the held one its quota.
+  EXPECT_DOUBLE_EQ(standalone_speed(c, c.groups[0]), 100.0);
+  EXPECT_DOUBLE_EQ(standalone_speed(c, c.groups[1]), 25.0);
+  EXPECT_DOUBLE_EQ(standalone_speed(c, c.groups[2]), 800.0);
+  Cluster wide = c;
+  wide.groups[0].threads = 4;  // more threads than the box has cores
+  EXPECT_DOUBLE_EQ(standalone_cpus(wide, wide.groups[0]), 2.0);
+}
+
+TEST(Cluster, MachineMistakesAreNamed) {
+  std::string unknown = kShared;
+  unknown.replace(unknown.find("machine = \"box\""), 15, "machine = \"bx\"");
+  const std::string e1 = error_of(unknown);
+  EXPECT_NE(e1.find("group[0].machine"), std::string::npos) << e1;
+  EXPECT_NE(e1.find("no [[machine]] named 'bx'"), std::string::npos) << e1;
+
+  std::string stray = kShared;
+  stray.replace(stray.find("speed = 800"), 11, "speed = 800\nquota = 0.5");
+  const std::string e2 = error_of(stray);
+  EXPECT_NE(e2.find("group[2].quota"), std::string::npos) << e2;
+  EXPECT_NE(e2.find("only workers on a machine"), std::string::npos) << e2;
+
+  std::string zero = kShared;
+  zero.replace(zero.find("quota = 0.25"), 12, "quota = 0");
+  EXPECT_NE(error_of(zero).find("group[1].quota"), std::string::npos);
+
+  std::string twice = kShared;
+  twice.replace(twice.find("[[group]]"), 9, "[[machine]]\nname = \"box\"\ncores = 1\n[[group]]");
+  EXPECT_NE(error_of(twice).find("duplicate machine name"), std::string::npos);
+}
+
 TEST(Cluster, AMissingFileIsADataError) {
   EXPECT_THROW(load_cluster("/nonexistent/cluster.toml"), DataError);
 }

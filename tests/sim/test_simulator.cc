@@ -208,6 +208,110 @@ TEST(Simulator, EpochsEndWithAShortBatchLikeTheTrainer) {
   EXPECT_DOUBLE_EQ(r.steps[2].compute, 0.06);
 }
 
+TEST(ShareCores, FinishersLeaveTheirCoresToTheOthers) {
+  // Two cores, three workers of 1, 2 and 3 CPU-seconds, one thread each:
+  // 2/3 CPU each until the first is done at 1.5 s (1 left for the second,
+  // 2 for the third); then one CPU each: 2.5 s and 3.5 s.
+  const auto t = share_cores({1.0, 2.0, 3.0}, {1.0, 1.0, 1.0}, 2.0);
+  EXPECT_DOUBLE_EQ(t[0], 1.5);
+  EXPECT_DOUBLE_EQ(t[1], 2.5);
+  EXPECT_DOUBLE_EQ(t[2], 3.5);
+  // No contention: each at its one CPU.
+  EXPECT_EQ(share_cores({1.0, 2.0}, {1.0, 1.0}, 4.0), (std::vector<double>{1.0, 2.0}));
+  // No work, no time.
+  EXPECT_EQ(share_cores({0.0, 1.0}, {1.0, 1.0}, 1.0), (std::vector<double>{0.0, 1.0}));
+}
+
+TEST(ShareCores, AQuotaCapsAWorkerAndItsNeighboursTakeTheRest) {
+  // One core, a worker held to 0.25 CPU and one free worker: 0.25 and 0.75.
+  // The held one's 0.5 CPU-seconds take 2 s; the other's 1.5 take 2 s too.
+  auto t = share_cores({0.5, 1.5}, {0.25, 1.0}, 1.0);
+  EXPECT_DOUBLE_EQ(t[0], 2.0);
+  EXPECT_DOUBLE_EQ(t[1], 2.0);
+  // The free one done at 0.75 / 0.75 = 1 s; the held one stays at 0.25 CPU.
+  t = share_cores({0.5, 0.75}, {0.25, 1.0}, 1.0);
+  EXPECT_DOUBLE_EQ(t[1], 1.0);
+  EXPECT_DOUBLE_EQ(t[0], 2.0);
+}
+
+// Four workers of 100 samples per CPU-second on one 2-core machine, the last
+// held to 0.25 CPU; 16 kB of gradient over the default network.
+constexpr const char* kBox = R"(global_batch = 64
+gradient_bytes = 16000
+[[machine]]
+name = "box"
+cores = 2
+[[group]]
+name = "free"
+count = 3
+machine = "box"
+speed = 100
+[[group]]
+name = "held"
+machine = "box"
+speed = 100
+quota = 0.25
+)";
+
+TEST(Simulator, WorkersOnAMachineShareItsCores) {
+  const Cluster c = parse_cluster(kBox, "box.toml");
+  const SimResult r = simulate(c, options("equal", 3));
+  // 16 samples = 0.16 CPU-s each. The held one runs at 0.25 CPU, the other
+  // three share 1.75: 0.16 / (1.75 / 3) = 0.2743 s; then it goes on alone at
+  // 0.25 CPU: 0.16 / 0.25 = 0.64 s in all.
+  EXPECT_NEAR(r.steps[0].compute, 0.64, 1e-12);
+  EXPECT_NEAR(r.steps[0].busy, 3 * 0.16 * 3 / 1.75 + 0.64, 1e-12);
+  // In proportion to the standalone speeds 100, 100, 100, 25: 20, 20, 19, 5
+  // by largest remainder. The held worker's 0.05 CPU-s at 0.25 CPU end at
+  // 0.2 s, the free ones at 1.75 / 3 CPU have done 0.1167 by then; at 2 / 3
+  // CPU the 19 finishes at 0.31 s, the two 20s at 1 CPU at 0.32 s. Speeds
+  // measured alone are not the speeds under contention.
+  const SimResult s = simulate(c, options("static", 3, {100, 100, 100, 25}));
+  EXPECT_EQ(s.group_samples[0], (std::vector<std::size_t>{59, 5}));
+  EXPECT_NEAR(s.steps[0].compute, 0.32, 1e-12);
+  EXPECT_LT(s.total_seconds, r.total_seconds);
+}
+
+TEST(Simulator, ALargeGradientOnASlowLinkMakesTheAllreduceDominate) {
+  Cluster c = parse_cluster(kThree, "three.toml");
+  c.gradient_bytes = 300'000;  // 100 kB chunks on 1 MB/s links: 4 x 0.101 s
+  const SimResult r = simulate(c, options("static", 2, {1, 2, 3}));
+  EXPECT_DOUBLE_EQ(r.steps[0].allreduce, 4 * (0.001 + 0.1));
+  EXPECT_GT(r.steps[0].allreduce, 3 * r.steps[0].compute);
+}
+
+TEST(Simulator, ThePolicySeesThePreviousStepAndTheAllreduceNoise) {
+  Cluster c = parse_cluster(kThree, "three.toml");
+  c.network.noise = 0.1;
+  std::vector<alloc::Observation> seen;
+  SimOptions o = options("equal", 4);
+  o.on_observe = [&](const alloc::Observation& obs) { seen.push_back(obs); };
+  const SimResult r = simulate(c, o);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].previous_step_seconds, 0.0);  // nothing before the first step
+  for (std::size_t k = 1; k < 4; ++k) {
+    EXPECT_EQ(seen[k].previous_step_seconds, static_cast<double>(static_cast<float>(r.steps[k - 1].seconds)));
+    EXPECT_EQ(seen[k].local_batch, (std::vector<std::size_t>{20, 20, 20}));
+  }
+  // The allreduce varies around its noise-free 8 ms; compute does not.
+  EXPECT_NE(r.steps[1].allreduce, r.steps[2].allreduce);
+  EXPECT_NEAR(r.steps[1].allreduce, 0.008, 0.008 * 5 * 0.1);
+  EXPECT_DOUBLE_EQ(r.steps[1].compute, 0.21);
+}
+
+TEST(Simulator, AChangeOfWorldStartsWithNoPreviousStep) {
+  std::string text = kThree;
+  text += "[[event]]\nstep = 2\nkind = \"join\"\ngroup = \"a\"\n";
+  std::vector<double> previous;
+  SimOptions o = options("adaptive", 4);
+  o.on_observe = [&](const alloc::Observation& obs) { previous.push_back(obs.previous_step_seconds); };
+  simulate(parse_cluster(text, "join.toml"), o);
+  ASSERT_EQ(previous.size(), 4u);
+  EXPECT_GT(previous[1], 0.0);
+  EXPECT_EQ(previous[2], 0.0);
+  EXPECT_GT(previous[3], 0.0);
+}
+
 TEST(Simulator, BadOptionsAreUsageErrors) {
   const Cluster c = parse_cluster(kThree, "three.toml");
   EXPECT_THROW(simulate(c, options("fastest", 3)), UsageError);

@@ -9,8 +9,35 @@
 namespace hetrain::sim {
 namespace {
 
-WorkerGroup read_group(const Fields& f) {
-  f.only({"name", "count", "speed", "sample_cost", "overhead", "noise", "max_local_batch", "price_per_hour"});
+Machine read_machine(const Fields& f) {
+  f.only({"name", "cores"});
+  Machine m;
+  m.name = f.text("name", std::nullopt);
+  m.cores = f.number("cores", std::nullopt);
+  return m;
+}
+
+// Where the group's workers run: on a machine (`machine`, with `threads` and
+// `quota`), or, without `machine`, as independent devices.
+void read_placement(const Fields& f, const std::vector<Machine>& machines, WorkerGroup& g) {
+  if (!f.has("machine")) {
+    for (const auto* key : {"threads", "quota"}) {
+      if (f.has(key)) f.fail(key, "only workers on a machine (key 'machine') share cores");
+    }
+    return;
+  }
+  const std::string name = f.text("machine", std::nullopt);
+  const auto it =
+      std::find_if(machines.begin(), machines.end(), [&](const auto& m) { return m.name == name; });
+  if (it == machines.end()) f.fail("machine", fmt::format("no [[machine]] named '{}'", name));
+  g.machine = static_cast<std::size_t>(it - machines.begin());
+  g.threads = f.number("threads", 1.0);
+  g.quota = f.has("quota") ? f.number("quota", std::nullopt) : 0.0;
+}
+
+WorkerGroup read_group(const Fields& f, const std::vector<Machine>& machines) {
+  f.only({"name", "count", "speed", "sample_cost", "overhead", "noise", "max_local_batch", "price_per_hour",
+          "machine", "threads", "quota"});
   WorkerGroup g;
   g.name = f.text("name", std::nullopt);
   g.count = f.count("count", 1);
@@ -23,11 +50,13 @@ WorkerGroup read_group(const Fields& f) {
   g.noise = f.number("noise", 0.0, true);
   g.max_local_batch = f.count("max_local_batch", 0);
   g.price_per_hour = f.number("price_per_hour", 0.0, true);
+  read_placement(f, machines, g);
   return g;
 }
 
 Network read_network(const Fields& f) {
-  f.only({"bandwidth", "latency", "workers_per_node", "intra_bandwidth", "intra_latency", "bucket_bytes"});
+  f.only({"bandwidth", "latency", "workers_per_node", "intra_bandwidth", "intra_latency", "bucket_bytes",
+          "noise"});
   Network n;
   n.bandwidth = f.number("bandwidth", kDefaultBandwidth);
   n.latency = f.number("latency", kDefaultLatency, true);
@@ -35,6 +64,7 @@ Network read_network(const Fields& f) {
   n.intra_bandwidth = f.number("intra_bandwidth", n.bandwidth);
   n.intra_latency = f.number("intra_latency", n.latency, true);
   n.bucket_bytes = f.count("bucket_bytes", 0);
+  n.noise = f.number("noise", 0.0, true);
   return n;
 }
 
@@ -67,12 +97,20 @@ std::size_t Cluster::workers() const {
   return n;
 }
 
+double standalone_cpus(const Cluster& c, const WorkerGroup& g) {
+  if (g.machine == kNoMachine) return 1.0;
+  const double cap = g.quota > 0.0 ? std::min(g.threads, g.quota) : g.threads;
+  return std::min(cap, c.machines.at(g.machine).cores);
+}
+
+double standalone_speed(const Cluster& c, const WorkerGroup& g) { return g.speed * standalone_cpus(c, g); }
+
 namespace {
 
 Cluster from_toml(const toml::table& doc, const std::string& file) {
   const Fields root(doc, file, "");
-  root.only({"global_batch", "gradient_bytes", "step_overhead", "dataset_samples", "seed", "network", "group",
-             "event"});
+  root.only({"global_batch", "gradient_bytes", "step_overhead", "dataset_samples", "seed", "network",
+             "machine", "group", "event"});
   Cluster c;
   c.global_batch = root.count("global_batch", std::nullopt, 1);
   c.gradient_bytes = root.number("gradient_bytes", std::nullopt, true);
@@ -80,8 +118,14 @@ Cluster from_toml(const toml::table& doc, const std::string& file) {
   c.dataset_samples = root.count("dataset_samples", 0);
   c.seed = root.count("seed", 1);
   if (auto net = root.table("network")) c.network = read_network(*net);
+  for (const auto& m : root.tables("machine")) {
+    c.machines.push_back(read_machine(m));
+    for (std::size_t i = 0; i + 1 < c.machines.size(); ++i) {
+      if (c.machines[i].name == c.machines.back().name) m.fail("name", "duplicate machine name");
+    }
+  }
   for (const auto& g : root.tables("group")) {
-    c.groups.push_back(read_group(g));
+    c.groups.push_back(read_group(g, c.machines));
     for (std::size_t i = 0; i + 1 < c.groups.size(); ++i) {
       if (c.groups[i].name == c.groups.back().name) g.fail("name", "duplicate group name");
     }

@@ -67,6 +67,13 @@ Objective parse_objective(const std::string& name) {
 PlanResult plan(const Cluster& inv, std::size_t epochs, Objective objective) {
   if (inv.dataset_samples == 0) throw UsageError("the inventory needs dataset_samples (samples per epoch)");
   if (epochs == 0) throw UsageError("--epochs must be at least 1");
+  // A candidate's step is solve_split over independent models; workers that
+  // share cores slow each other down, which that cannot price.
+  if (!inv.machines.empty()) {
+    throw UsageError(
+        "hetrain plan: the inventory's groups are independent machines; [[machine]] (shared "
+        "cores) is for hetrain sim");
+  }
   PlanResult res;
   res.steps = epochs * data::steps_per_epoch(inv.dataset_samples, inv.global_batch);
   const std::size_t g = inv.groups.size();

@@ -44,7 +44,8 @@ struct PlanResult {
 // machines' true models, plus the ring allreduce of network_cost.h for its
 // worker count, plus the step overhead. Time = steps x step time, the short
 // last batch of each epoch counted as a full one; cost = time x the
-// candidate's price per hour. Events in the inventory are ignored.
+// candidate's price per hour. Events in the inventory are ignored; an
+// inventory with [[machine]] tables (shared cores) is a UsageError.
 PlanResult plan(const Cluster& inventory, std::size_t epochs, Objective objective);
 
 // Alternatives listed by the report unless `all`.

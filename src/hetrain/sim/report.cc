@@ -19,17 +19,17 @@ double mean_of(const std::vector<StepTrace>& steps, double StepTrace::*field) {
 }  // namespace
 
 std::string comparison_table(const std::vector<SimResult>& results) {
-  std::string out =
-      fmt::format("{:<10} {:>8} {:>7} {:>12} {:>13} {:>12} {:>14} {:>8} {:>8}\n", "policy", "workers",
-                  "steps", "total (s)", "per step (s)", "compute (s)", "allreduce (s)", "balance", "speedup");
+  std::string out = fmt::format("{:<10} {:>8} {:>7} {:>12} {:>13} {:>12} {:>14} {:>8} {:>8} {:>6} {:>7}\n",
+                                "policy", "workers", "steps", "total (s)", "per step (s)", "compute (s)",
+                                "allreduce (s)", "balance", "speedup", "moves", "reverts");
   for (const auto& r : results) {
     const std::size_t workers = r.steps.empty() ? 0 : r.steps.back().workers;
     const double per_step = r.steps.empty() ? 0.0 : r.total_seconds / static_cast<double>(r.steps.size());
     const double speedup = r.total_seconds > 0.0 ? results.front().total_seconds / r.total_seconds : 1.0;
-    out += fmt::format("{:<10} {:>8} {:>7} {:>12.4f} {:>13.6f} {:>12.6f} {:>14.6f} {:>8.3f} {:>7.2f}x\n",
-                       r.policy, workers, r.steps.size(), r.total_seconds, per_step,
-                       mean_of(r.steps, &StepTrace::compute), mean_of(r.steps, &StepTrace::allreduce),
-                       r.balance_efficiency, speedup);
+    out += fmt::format(
+        "{:<10} {:>8} {:>7} {:>12.4f} {:>13.6f} {:>12.6f} {:>14.6f} {:>8.3f} {:>7.2f}x {:>6} {:>7}\n",
+        r.policy, workers, r.steps.size(), r.total_seconds, per_step, mean_of(r.steps, &StepTrace::compute),
+        mean_of(r.steps, &StepTrace::allreduce), r.balance_efficiency, speedup, r.moves, r.reverts);
   }
   return out;
 }
@@ -75,14 +75,23 @@ std::string trace_json(const Cluster& c, const std::vector<SimResult>& results) 
                       {"overhead", g.overhead},
                       {"noise", g.noise},
                       {"max_local_batch", g.max_local_batch}});
+    if (g.machine != kNoMachine) {
+      groups.back()["machine"] = c.machines[g.machine].name;
+      groups.back()["threads"] = g.threads;
+      groups.back()["quota"] = g.quota;
+    }
   }
   doc["groups"] = std::move(groups);
+  json machines = json::array();
+  for (const auto& m : c.machines) machines.push_back({{"name", m.name}, {"cores", m.cores}});
+  doc["machines"] = std::move(machines);
   doc["network"] = {{"bandwidth", c.network.bandwidth},
                     {"latency", c.network.latency},
                     {"workers_per_node", c.network.workers_per_node},
                     {"intra_bandwidth", c.network.intra_bandwidth},
                     {"intra_latency", c.network.intra_latency},
-                    {"bucket_bytes", c.network.bucket_bytes}};
+                    {"bucket_bytes", c.network.bucket_bytes},
+                    {"noise", c.network.noise}};
   json policies = json::array();
   for (const auto& r : results) {
     json seconds = json::array(), compute = json::array(), allreduce = json::array(), workers = json::array();
@@ -95,6 +104,8 @@ std::string trace_json(const Cluster& c, const std::vector<SimResult>& results) 
     json p = {{"policy", r.policy},
               {"total_seconds", r.total_seconds},
               {"balance_efficiency", r.balance_efficiency},
+              {"moves", r.moves},
+              {"reverts", r.reverts},
               {"steps",
                {{"seconds", seconds},
                 {"compute_seconds", compute},

@@ -12,7 +12,8 @@
 namespace hetrain::sim {
 
 // One line per policy: workers, steps, total and per-step seconds, mean
-// slowest compute, allreduce, balance efficiency, and speed-up over the first.
+// slowest compute, allreduce, balance efficiency, speed-up over the first,
+// and the policy's moves and reverts.
 std::string comparison_table(const std::vector<SimResult>& results);
 
 // Mean samples per worker of each group at a few steps: the first, each

@@ -94,7 +94,216 @@ void apply(const Event& e, World& w) {
   }
 }
 
+// Workers due to finish within this relative margin of the first one finish
+// with it: rounding must not leave a sliver of work for another round.
+constexpr double kFinishTolerance = 1e-12;
+
+// Max-min fair rates (CPUs) of workers with caps `cap` on `cores` CPUs.
+std::vector<double> fair_rates(const std::vector<double>& cap, double cores) {
+  std::vector<std::size_t> order(cap.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cap[a] < cap[b]; });
+  std::vector<double> rate(cap.size());
+  double left = cores;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    rate[order[k]] = std::min(cap[order[k]], left / static_cast<double>(order.size() - k));
+    left -= rate[order[k]];
+  }
+  return rate;
+}
+
+// One simulated run, phase by phase as the trainer's step: slice -> compute
+// -> reduce -> observe. Owns the world, the policy and the noise.
+class Run {
+ public:
+  Run(const Cluster& c, const SimOptions& o);
+  // One step of `batch` samples (`total` steps done before it).
+  void step(std::size_t total, std::size_t batch);
+  SimResult finish();
+
+ private:
+  void apply_events(std::size_t total);
+  std::vector<std::size_t> slice(std::size_t batch) const;
+  std::vector<double> compute(const std::vector<std::size_t>& split);
+  double reduce();
+  void observe(const std::vector<std::size_t>& split, const std::vector<double>& seconds);
+  void record(const std::vector<std::size_t>& split, const StepTrace& t);
+  void add_stats();
+
+  const Cluster& c_;
+  const SimOptions& o_;
+  World w_;
+  std::unique_ptr<alloc::Policy> policy_;
+  double allreduce_ = 0.0;      // seconds, noise-free, for the current world
+  double previous_step_ = 0.0;  // seconds of the step before (0: none in this world)
+  std::mt19937_64 rng_;
+  std::normal_distribution<double> normal_{0.0, 1.0};
+  std::size_t next_event_ = 0;
+  double busy_sum_ = 0.0, capacity_sum_ = 0.0;
+  SimResult res_;
+};
+
+Run::Run(const Cluster& c, const SimOptions& o) : c_(c), o_(o), rng_(c.seed) {
+  w_.groups = c.groups;
+  w_.renumber();
+  w_.group_share.assign(w_.groups.size(), 0.0);
+  if (!o.shares.empty()) {
+    if (o.shares.size() != w_.rank_group.size()) {
+      throw UsageError(fmt::format("--shares has {} values but the cluster has {} workers", o.shares.size(),
+                                   w_.rank_group.size()));
+    }
+    for (std::size_t g = 0; g < w_.groups.size(); ++g)
+      w_.group_share[g] = w_.groups[g].speed;  // empty groups
+    for (std::size_t r = w_.rank_group.size(); r-- > 0;) w_.group_share[w_.rank_group[r]] = o.shares[r];
+  }
+  policy_ = make_world_policy(w_, c, o);
+  allreduce_ = allreduce_seconds(c.network, w_.rank_group.size(), c.gradient_bytes);
+  res_.policy = o.policy;
+  for (const auto& g : c.groups) res_.group_names.push_back(g.name);
+}
+
+void Run::apply_events(std::size_t total) {
+  bool world_changed = false;
+  for (; next_event_ < c_.events.size() && c_.events[next_event_].step <= total; ++next_event_) {
+    const Event& e = c_.events[next_event_];
+    apply(e, w_);
+    world_changed = world_changed || e.kind != EventKind::kSpeed;
+  }
+  if (!world_changed) return;
+  const std::vector<std::size_t> old_rank_group = w_.rank_group;
+  w_.renumber();
+  if (w_.rank_group.empty()) throw UsageError(fmt::format("no workers left at step {}", total));
+  add_stats();
+  policy_ = make_world_policy(w_, c_, o_, carry_models(policy_->learned(), old_rank_group, w_.rank_group));
+  allreduce_ = allreduce_seconds(c_.network, w_.rank_group.size(), c_.gradient_bytes);
+  previous_step_ = 0.0;  // a resumed run has no step before its first
+}
+
+std::vector<std::size_t> Run::slice(std::size_t batch) const {
+  std::vector<std::size_t> split = policy_->split();
+  if (batch != c_.global_batch) split = alloc::scale_split(split, batch, bounds_of(w_.groups).max_local);
+  return split;
+}
+
+std::vector<double> Run::compute(const std::vector<std::size_t>& split) {
+  const std::size_t n = split.size();
+  std::vector<double> seconds(n, 0.0);
+  for (std::size_t r = 0; r < n; ++r) {
+    const WorkerGroup& g = w_.groups[w_.rank_group[r]];
+    if (split[r] == 0) continue;
+    seconds[r] = g.overhead + static_cast<double>(split[r]) / g.speed;
+    if (g.noise > 0.0) seconds[r] = std::max(0.0, seconds[r] * (1.0 + g.noise * normal_(rng_)));
+  }
+  // On a machine that work is CPU-seconds, done in the time its share of
+  // the cores allows.
+  for (std::size_t m = 0; m < c_.machines.size(); ++m) {
+    std::vector<std::size_t> ranks;
+    std::vector<double> work, cap;
+    for (std::size_t r = 0; r < n; ++r) {
+      const WorkerGroup& g = w_.groups[w_.rank_group[r]];
+      if (g.machine != m) continue;
+      ranks.push_back(r);
+      work.push_back(seconds[r]);
+      cap.push_back(g.quota > 0.0 ? std::min(g.threads, g.quota) : g.threads);
+    }
+    const std::vector<double> finish = share_cores(work, cap, c_.machines[m].cores);
+    for (std::size_t k = 0; k < ranks.size(); ++k) seconds[ranks[k]] = finish[k];
+  }
+  return seconds;
+}
+
+double Run::reduce() {
+  if (c_.network.noise <= 0.0) return allreduce_;
+  return std::max(0.0, allreduce_ * (1.0 + c_.network.noise * normal_(rng_)));
+}
+
+void Run::observe(const std::vector<std::size_t>& split, const std::vector<double>& seconds) {
+  // The trainer's telemetry rides in the float32 gradient buffer: the
+  // policy sees each time rounded to float, and so it does here.
+  auto as_float = [](double x) { return static_cast<double>(static_cast<float>(x)); };
+  alloc::Observation obs;
+  obs.local_batch = split;
+  for (const double s : seconds) obs.compute_seconds.push_back(as_float(s));
+  obs.previous_step_seconds = as_float(previous_step_);
+  if (o_.on_observe) o_.on_observe(obs);
+  policy_->observe(obs);
+}
+
+void Run::record(const std::vector<std::size_t>& split, const StepTrace& t) {
+  res_.total_seconds += t.seconds;
+  busy_sum_ += t.busy;
+  capacity_sum_ += static_cast<double>(t.workers) * t.compute;
+  std::vector<std::size_t> counts, samples(w_.groups.size(), 0);
+  for (const auto& g : w_.groups) counts.push_back(g.count);
+  for (std::size_t r = 0; r < split.size(); ++r) samples[w_.rank_group[r]] += split[r];
+  res_.group_workers.push_back(std::move(counts));
+  res_.group_samples.push_back(std::move(samples));
+  if (o_.record_splits) res_.splits.push_back(split);
+  res_.steps.push_back(t);
+}
+
+void Run::step(std::size_t total, std::size_t batch) {
+  apply_events(total);
+  const std::vector<std::size_t> split = slice(batch);
+  const std::vector<double> seconds = compute(split);
+  StepTrace t;
+  t.workers = split.size();
+  t.batch = batch;
+  for (const double s : seconds) {
+    t.compute = std::max(t.compute, s);
+    t.busy += s;
+  }
+  t.allreduce = reduce();
+  t.seconds = t.compute + t.allreduce + c_.step_overhead;
+  observe(split, seconds);
+  previous_step_ = t.seconds;
+  record(split, t);
+}
+
+void Run::add_stats() {
+  const alloc::PolicyStats s = policy_->stats();
+  res_.moves += s.moves;
+  res_.reverts += s.reverts;
+}
+
+SimResult Run::finish() {
+  add_stats();
+  res_.balance_efficiency = capacity_sum_ > 0.0 ? busy_sum_ / capacity_sum_ : 1.0;
+  return std::move(res_);
+}
+
 }  // namespace
+
+std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
+                                double cores) {
+  HETRAIN_ENFORCE_EQ(work.size(), cap.size());
+  std::vector<double> finish(work.size(), 0.0), left = work;
+  std::vector<std::size_t> active;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (work[i] > 0.0) active.push_back(i);
+  }
+  double now = 0.0;
+  while (!active.empty()) {
+    std::vector<double> caps(active.size());
+    for (std::size_t k = 0; k < active.size(); ++k) caps[k] = cap[active[k]];
+    const std::vector<double> rate = fair_rates(caps, cores);
+    double dt = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < active.size(); ++k) dt = std::min(dt, left[active[k]] / rate[k]);
+    now += dt;
+    std::vector<std::size_t> still;
+    for (std::size_t k = 0; k < active.size(); ++k) {
+      const std::size_t i = active[k];
+      if (left[i] / rate[k] <= dt * (1.0 + kFinishTolerance)) {
+        finish[i] = now;
+      } else {
+        left[i] -= rate[k] * dt;
+        still.push_back(i);
+      }
+    }
+    active = std::move(still);
+  }
+  return finish;
+}
 
 SimResult simulate(const Cluster& c, const SimOptions& o) {
   const std::size_t B = c.global_batch;
@@ -102,88 +311,17 @@ SimResult simulate(const Cluster& c, const SimOptions& o) {
     throw UsageError("--epochs needs dataset_samples in the cluster file");
   }
   if (o.epochs == 0 && o.steps == 0) throw UsageError("give --steps or --epochs");
-  World w;
-  w.groups = c.groups;
-  w.renumber();
-  w.group_share.assign(w.groups.size(), 0.0);
-  if (!o.shares.empty()) {
-    if (o.shares.size() != w.rank_group.size()) {
-      throw UsageError(fmt::format("--shares has {} values but the cluster has {} workers", o.shares.size(),
-                                   w.rank_group.size()));
-    }
-    for (std::size_t g = 0; g < w.groups.size(); ++g) w.group_share[g] = w.groups[g].speed;  // empty groups
-    for (std::size_t r = w.rank_group.size(); r-- > 0;) w.group_share[w.rank_group[r]] = o.shares[r];
-  }
-  auto policy = make_world_policy(w, c, o);
-  double allreduce = allreduce_seconds(c.network, w.rank_group.size(), c.gradient_bytes);
-
-  SimResult res;
-  res.policy = o.policy;
-  for (const auto& g : c.groups) res.group_names.push_back(g.name);
-  std::mt19937_64 rng(c.seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
+  Run run(c, o);
   const std::size_t per_epoch = o.epochs > 0 ? data::steps_per_epoch(c.dataset_samples, B) : o.steps;
   const std::size_t epochs = o.epochs > 0 ? o.epochs : 1;
   const std::size_t limit = o.steps > 0 ? o.steps : std::numeric_limits<std::size_t>::max();
-  std::size_t next_event = 0, total = 0;
-  alloc::Observation obs;
-  double busy_sum = 0.0, capacity_sum = 0.0;
+  std::size_t total = 0;
   for (std::size_t epoch = 0; epoch < epochs && total < limit; ++epoch) {
     for (std::size_t step = 0; step < per_epoch && total < limit; ++step, ++total) {
-      bool world_changed = false;
-      for (; next_event < c.events.size() && c.events[next_event].step <= total; ++next_event) {
-        const Event& e = c.events[next_event];
-        apply(e, w);
-        world_changed = world_changed || e.kind != EventKind::kSpeed;
-      }
-      if (world_changed) {
-        const std::vector<std::size_t> old_rank_group = w.rank_group;
-        w.renumber();
-        if (w.rank_group.empty()) throw UsageError(fmt::format("no workers left at step {}", total));
-        policy = make_world_policy(w, c, o, carry_models(policy->learned(), old_rank_group, w.rank_group));
-        allreduce = allreduce_seconds(c.network, w.rank_group.size(), c.gradient_bytes);
-      }
-      const std::size_t n = w.rank_group.size();
-      const std::size_t batch = o.epochs > 0 ? data::step_batch(c.dataset_samples, B, step) : B;
-      obs.local_batch = policy->split();
-      if (batch != B)
-        obs.local_batch = alloc::scale_split(obs.local_batch, batch, bounds_of(w.groups).max_local);
-      obs.compute_seconds.resize(n);
-      StepTrace t;
-      t.workers = n;
-      t.batch = batch;
-      std::vector<std::size_t> group_samples(w.groups.size(), 0);
-      for (std::size_t r = 0; r < n; ++r) {
-        const WorkerGroup& g = w.groups[w.rank_group[r]];
-        const std::size_t b = obs.local_batch[r];
-        group_samples[w.rank_group[r]] += b;
-        double seconds = 0.0;
-        if (b > 0) {
-          seconds = g.overhead + static_cast<double>(b) / g.speed;
-          if (g.noise > 0.0) seconds = std::max(0.0, seconds * (1.0 + g.noise * normal(rng)));
-        }
-        // The trainer's telemetry rides in the float32 gradient buffer: the
-        // policy sees each time rounded to float, and so it does here.
-        obs.compute_seconds[r] = static_cast<double>(static_cast<float>(seconds));
-        t.compute = std::max(t.compute, seconds);
-        t.busy += seconds;
-      }
-      policy->observe(obs);
-      t.allreduce = allreduce;
-      t.seconds = t.compute + allreduce + c.step_overhead;
-      res.total_seconds += t.seconds;
-      busy_sum += t.busy;
-      capacity_sum += static_cast<double>(n) * t.compute;
-      std::vector<std::size_t> counts;
-      for (const auto& g : w.groups) counts.push_back(g.count);
-      res.group_workers.push_back(std::move(counts));
-      res.group_samples.push_back(std::move(group_samples));
-      if (o.record_splits) res.splits.push_back(obs.local_batch);
-      res.steps.push_back(t);
+      run.step(total, o.epochs > 0 ? data::step_batch(c.dataset_samples, B, step) : B);
     }
   }
-  res.balance_efficiency = capacity_sum > 0.0 ? busy_sum / capacity_sum : 1.0;
-  return res;
+  return run.finish();
 }
 
 }  // namespace hetrain::sim

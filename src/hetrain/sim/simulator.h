@@ -1,12 +1,15 @@
 // The simulator: the real allocation policies (alloc/) driven by modelled
-// compute times, and the real ring schedule (comm/ring_plan.h) under an
-// alpha-beta cost model. Plain C++, deterministic for a given seed.
+// compute times (independent devices, or workers sharing a machine's cores),
+// and the real ring schedule (comm/ring_plan.h) under an alpha-beta cost
+// model. Plain C++, deterministic for a given seed.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "hetrain/alloc/policy.h"
 #include "hetrain/sim/cluster.h"
 
 namespace hetrain::sim {
@@ -20,6 +23,8 @@ struct SimOptions {
   std::size_t steps = 0;           // stop after this many steps (0: no limit, needs epochs)
   std::size_t epochs = 0;          // 0: `steps` full global batches; else needs dataset_samples
   bool record_splits = false;      // keep every step's per-worker split (workers x steps numbers)
+  // Called with every observation the policy gets (tests, tracing).
+  std::function<void(const alloc::Observation&)> on_observe;
 };
 
 struct StepTrace {
@@ -35,7 +40,11 @@ struct SimResult {
   std::string policy;
   std::vector<std::string> group_names;
   double total_seconds = 0.0;
-  double balance_efficiency = 1.0;  // sum busy / sum (N x slowest compute), as in train/metrics.h
+  double balance_efficiency = 1.0;  // sum busy / sum (N x slowest compute), as in record/metrics.h
+  // The policy's own counts (alloc::PolicyStats), summed over the worlds:
+  // changes of the split, and changes taken back.
+  std::size_t moves = 0;
+  std::size_t reverts = 0;
   std::vector<StepTrace> steps;
   std::vector<std::vector<std::size_t>> group_samples;  // per step, samples given to each group
   std::vector<std::vector<std::size_t>> group_workers;  // per step, workers in each group
@@ -48,14 +57,27 @@ struct SimResult {
 //     a checkpoint on the new workers would: the adaptive policy keeps what
 //     it learned of the workers that stay (PolicyConfig::known), and the
 //     allreduce is re-priced;
-//  2. the split: the policy's, or scale_split of it for a short last batch;
-//  3. each worker's compute time from its group's model (cluster.h);
-//  4. the policy observes exactly what the trainer feeds it: the split and
-//     every worker's compute seconds, rounded to float as they are when they
-//     ride in the gradient buffer;
-//  5. the step lasts max compute + allreduce + step_overhead.
+//  2. slice: the policy's split, or scale_split of it for a short last batch;
+//  3. compute: each worker's compute seconds from its group's model
+//     (cluster.h), the workers of a machine sharing its cores (share_cores);
+//  4. reduce: the allreduce, priced once per world, times its noise;
+//  5. observe: the policy sees exactly what the trainer feeds it: the split,
+//     every worker's compute seconds and the whole step before this one
+//     (0 at a world's first step), rounded to float as they are when they
+//     ride in the gradient buffer.
+// A step lasts max compute + allreduce + step_overhead.
 // Throws UsageError for options that cannot run (unknown policy, shares of the
 // wrong count, B smaller than the workers, an event that empties the cluster).
 SimResult simulate(const Cluster& cluster, const SimOptions& options);
+
+// Processor sharing on one machine of `cores` CPUs. Every worker starts its
+// `work` (CPU-seconds) at time 0 and can run at most at `cap` CPUs (its
+// threads, or its cgroup quota). While k workers compute, the cores are
+// shared max-min fairly: each gets min(cap, an equal share of what the
+// capped ones leave). When one finishes the others speed up, so rates are
+// piecewise constant between finishes. Returns each worker's finish time,
+// seconds (0 for no work).
+std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
+                                double cores);
 
 }  // namespace hetrain::sim
