@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <random>
 
 #include "hetrain/comm/env.h"
@@ -102,5 +103,8 @@ int main() {
   } catch (const hetrain::Error& e) {
     std::fprintf(stderr, "custom_model: error: %s\n", e.what());
     return static_cast<int>(e.code());
+  } catch (const std::exception& e) {  // from torch or the standard library
+    std::fprintf(stderr, "custom_model: error: %s\n", e.what());
+    return static_cast<int>(hetrain::ExitCode::kInternal);
   }
 }

@@ -4,7 +4,8 @@
 #   --peer  also installs python3-torch for the benchmarks
 #   --test  also installs what only the tests need: Chromium (the headless render test of `hetrain report`),
 #           python3-torch (a TorchScript model exported from Python, trained with --model file.pt),
-#           iproute2 (network namespaces) and clang with libFuzzer (scripts/fuzz.sh)
+#           iproute2 (network namespaces), clang with libFuzzer (scripts/fuzz.sh) and clang-tidy with
+#           libc++ (scripts/lint.sh; .clang-tidy says why libc++)
 set -euo pipefail
 
 packages=(
@@ -19,7 +20,8 @@ for arg in "$@"; do
     --peer) packages+=(python3-torch python3-numpy) ;;
     --test) packages+=(chromium python3 python3-torch  # the report render test, the TorchScript test
                        iproute2 bc                     # the network-namespace test (tests/cli/netns_test.sh)
-                       clang libclang-rt-14-dev) ;;    # libFuzzer (scripts/fuzz.sh)
+                       clang libclang-rt-14-dev        # libFuzzer (scripts/fuzz.sh)
+                       clang-tidy libc++-14-dev libc++abi-14-dev) ;;  # scripts/lint.sh
     *) echo "setup: unknown option $arg (use --peer, --test)" >&2; exit 2 ;;
   esac
 done

@@ -214,4 +214,33 @@ TEST(AdaptivePolicy, AResumedRunStartsFromTheSavedModels) {
   EXPECT_EQ(shrunk.learned().size(), 2u);
 }
 
+TEST(Groups, AlikeWhereTheSamplesLieEvenIfTheFitsTradeOverheadForSpeed) {
+  // Both predict 0.2 s at the batch they run (20); extrapolated to the typical
+  // batch (100) they differ by 40%, an artefact of fitting one batch size.
+  const std::vector<WorkerModel> ms{{0.0, 100.0}, {0.1, 200.0}};
+  const std::vector<double> errors{0.0, 0.0};
+  const std::vector<std::size_t> running{20, 20};
+  EXPECT_TRUE((Likeness{running, 100.0, 0.05, 3.0}(ms, errors, 0, 1)));
+  // An idle worker is compared at the typical batch: 4x slower is not alike.
+  const std::vector<WorkerModel> apart{{0.0, 100.0}, {0.0, 400.0}};
+  const std::vector<std::size_t> idle{0, 20};
+  EXPECT_FALSE((Likeness{idle, 100.0, 0.05, 3.0}(apart, errors, 0, 1)));
+}
+
+TEST(Groups, ANoiseMarginSlowsNoisierGroupsAndKeepsMembersEqual) {
+  // Workers 0 and 1 form one group (noise 10% and 30%: mean 20%), worker 2
+  // is exact. Half a standard deviation: the group is planned 10% slower.
+  const Grouping g{{{0.01, 100.0}, {0.01, 100.0}, {0.01, 100.0}}, {0, 0, 2}};
+  const std::vector<WorkerModel> out = with_noise_margin(g, {0.1, 0.3, 0.0}, 0.5);
+  EXPECT_DOUBLE_EQ(out[0].speed, out[1].speed);
+  EXPECT_DOUBLE_EQ(out[0].overhead, out[1].overhead);
+  EXPECT_NEAR(out[0].speed, 100.0 / 1.1, 1e-9);
+  EXPECT_NEAR(out[0].overhead, 0.011, 1e-12);
+  EXPECT_DOUBLE_EQ(out[2].speed, 100.0);
+  // The split then gives the noisy group less than the exact worker.
+  const SolvedSplit s = solve_split(out, 300, {});
+  EXPECT_LT(s.split[0], s.split[2]);
+  EXPECT_EQ(s.split[0], s.split[1]);
+}
+
 }  // namespace hetrain::alloc

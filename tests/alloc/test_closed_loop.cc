@@ -90,6 +90,19 @@ TEST(AdaptiveClosedLoop, AFasterProposalIsKept) {
   EXPECT_EQ(p.stats().reverts, 0u);
 }
 
+TEST(AdaptiveClosedLoop, AKeptMoveIsTriedOnceMoreAndTakenBackIfSlower) {
+  // Equal to proportional is kept; the same move again (worker 3 down to
+  // ~10 samples) makes worker 0 the slowest: tried, reverted, and the model's
+  // split stays, with no churn after.
+  AdaptivePolicy p(4, 256, {});
+  Host h{{400, 400, 400, 200}, 0.01, 0.05, 0.01};
+  run(p, h, 40);
+  EXPECT_EQ(p.stats().moves, 2u);
+  EXPECT_EQ(p.stats().reverts, 1u);
+  EXPECT_LT(gap_to_proportional(p.split(), h.speed), 0.10);
+  EXPECT_EQ(p.best_split(), p.split());
+}
+
 TEST(AdaptiveClosedLoop, ASlowerProposalIsRevertedAndLaterAttemptsBackOff) {
   // Compute times say worker 3 is 4x slower, but on this host moving work
   // makes the step slower: every trial must be taken back.

@@ -282,6 +282,7 @@ void AdaptivePolicy::judge(std::size_t step) {
   // faster, up to max_trial_steps: a gain the budget underrated can still show.
   const bool spent = n >= config_.max_trial_steps || (n >= t.budget && !(v.compute_gain > 0.0));
   if (v.faster) {
+    plan_extension(v.compute_gain);
     keep();
   } else if (v.slower || spent) {
     revert(step);
@@ -316,6 +317,26 @@ AdaptivePolicy::Verdict AdaptivePolicy::compare(const StepTimeLog& trial) const 
   return v;
 }
 
+// The kept move made once more, from the trial's split (none if a part
+// would leave the bounds): the model fits each split's contention as it
+// finds it, so on shared cores its fixed point can stop short of the best.
+void AdaptivePolicy::plan_extension(double measured_gain) {
+  extension_.reset();
+  if (!config_.extend_kept_moves) return;
+  std::vector<std::size_t> next(incumbent_.size());
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    const auto b =
+        2 * static_cast<std::ptrdiff_t>(trial_->split[i]) - static_cast<std::ptrdiff_t>(incumbent_[i]);
+    if (b < static_cast<std::ptrdiff_t>(bounds_.min_local) ||
+        static_cast<std::size_t>(b) > bounds_.max_local) {
+      return;
+    }
+    next[i] = static_cast<std::size_t>(b);
+  }
+  if (groups_.size() == next.size()) next = even_out(next, groups_);
+  extension_ = Extension{std::move(next), measured_gain};
+}
+
 void AdaptivePolicy::keep() {
   incumbent_ = std::move(trial_->split);
   incumbent_times_ = std::move(trial_->times);
@@ -326,22 +347,28 @@ void AdaptivePolicy::keep() {
 }
 
 void AdaptivePolicy::revert(std::size_t step) {
+  ++stats_.reverts;
+  split_ = incumbent_;
+  shift_.clear();
+  if (extending_) {
+    trial_.reset();  // exploration that did not pay: no backoff for the model's proposals
+    return;
+  }
   rejected_.push_back(std::move(trial_->split));
   if (rejected_.size() > kRememberedRejections) rejected_.erase(rejected_.begin());
   trial_.reset();
+  extension_.reset();
   ++rejections_;
-  ++stats_.reverts;
   std::size_t backoff = config_.backoff_steps;
   for (std::size_t i = 1; i < rejections_ && backoff < config_.max_backoff_steps; ++i) backoff *= 2;
   backoff = std::min(backoff, config_.max_backoff_steps);
   revert_step_ = step + 1;
   next_trial_step_ = step + 1 + backoff;
   // The incumbent's earlier times stay: nothing says the workers changed.
-  split_ = incumbent_;
-  shift_.clear();
 }
 
 void AdaptivePolicy::reset(std::size_t first_step) {
+  extension_.reset();
   rejected_.clear();
   rejections_ = 0;
   next_trial_step_ = revert_step_ = 0;
@@ -394,17 +421,33 @@ void AdaptivePolicy::propose(std::size_t step) {
     incumbent_ = split_ = std::move(even);
     ++stats_.moves;
   }
-  const std::vector<WorkerModel>& ms = groups.models;
+  if (extension_) {
+    Extension e = std::move(*extension_);
+    extension_.reset();
+    if (start_trial(std::move(e.split), trial_budget(e.gain, baseline), step)) {
+      extending_ = true;
+      return;
+    }
+  }
+  std::vector<double> sigmas;
+  for (const auto& c : cost_) sigmas.push_back(kSigmaPerMad * c.relative_scatter());
+  const std::vector<WorkerModel> ms = with_noise_margin(groups, sigmas, config_.noise_margin);
   SolvedSplit best = solve_split(ms, global_batch_, bounds_);
   const double now = predicted_makespan(ms, incumbent_);
   if (!(best.makespan < (1.0 - *band) * now) || best.split == incumbent_) return;
   if (!cooled_down(best.split, step)) return;
   const double reference = incumbent_times_.empty() ? now : incumbent_times_.median();
-  const std::size_t budget = trial_budget((now - best.makespan) / reference, baseline);
-  if (budget == 0) return;
-  split_ = best.split;
-  trial_ = Trial{std::move(best.split), step + 1, budget, StepTimeLog(config_.step_window)};
+  if (start_trial(std::move(best.split), trial_budget((now - best.makespan) / reference, baseline), step)) {
+    extending_ = false;
+  }
+}
+
+bool AdaptivePolicy::start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step) {
+  if (budget == 0 || split == incumbent_) return false;
+  split_ = split;
+  trial_ = Trial{std::move(split), step + 1, budget, StepTimeLog(config_.step_window)};
   ++stats_.moves;
+  return true;
 }
 
 bool AdaptivePolicy::cooled_down(const std::vector<std::size_t>& proposal, std::size_t step) const {

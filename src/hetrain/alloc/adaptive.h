@@ -38,11 +38,12 @@ struct AdaptiveConfig {
   CostModelConfig model;
   // Propose a move only when the predicted step gets faster by at least the
   // larger of `dead_band` and `noise_bands` standard errors of the prediction
-  // (relative scatter / sqrt(samples), of the least certain worker). One band:
-  // the step time then judges every proposal, so the model only has to keep
-  // pure noise from costing trials.
+  // (relative scatter / sqrt(samples), of the least certain worker). None by
+  // default: the window caps the samples, so that error never shrinks, and
+  // the measured step time judges every trial (trial_budget refuses a gain
+  // it cannot show), so the model band need only keep rounding from trials.
   double dead_band = 0.02;
-  double noise_bands = 1.0;
+  double noise_bands = 0.0;
   // Samples each worker's model needs before the first proposal (later, a
   // detected change may act on CostModelConfig::change_run of them). Until
   // every worker has two, a proposal must gain at least `single_sample_band`
@@ -111,6 +112,15 @@ struct AdaptiveConfig {
   // is repeated at once, so a recovered worker's model sees the run of
   // surprises a change needs.
   std::size_t idle_probe_steps = 64;
+  // The split plans each worker at its mean time plus this many standard
+  // deviations of its noise (relative): a synchronous step waits for the
+  // slowest draw, so a noisy worker should get less than its mean speed
+  // says. 0.56: the expected excess of the larger of two equal-mean draws.
+  double noise_margin = 0.56;
+  // After a kept move, trial the same move once more (a line search, judged
+  // by the step time like any trial): the model refits each split's
+  // contention, so on shared cores its proposals can stop short of the best.
+  bool extend_kept_moves = true;
 };
 
 class AdaptivePolicy final : public Policy {
@@ -144,6 +154,8 @@ class AdaptivePolicy final : public Policy {
   void propose(std::size_t step);
   std::optional<double> model_band();
   Grouping grouped_models() const;
+  void plan_extension(double measured_gain);
+  bool start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step);
   bool cooled_down(const std::vector<std::size_t>& proposal, std::size_t step) const;
   std::size_t trial_budget(double predicted_gain, std::size_t baseline_times) const;
   struct Verdict {
@@ -167,6 +179,12 @@ class AdaptivePolicy final : public Policy {
   StepTimeLog incumbent_times_;
   ShiftRun shift_;
   std::optional<Trial> trial_;
+  struct Extension {
+    std::vector<std::size_t> split;
+    double gain = 0.0;  // the kept move's measured gain (share of the step): its trial's budget
+  };
+  std::optional<Extension> extension_;  // after a kept move: the same move once more
+  bool extending_ = false;              // the running trial is an extension (its revert costs no backoff)
   std::vector<std::vector<std::size_t>> rejected_;  // since the last real change, newest last
   std::size_t rejections_ = 0;                      // since the last real change
   std::size_t next_trial_step_ = 0;                 // after a revert: the backoff's end (no clearer proposal)

@@ -14,10 +14,12 @@
 namespace hetrain::alloc {
 
 // Whether two workers' models are indistinguishable: their predicted times
-// at the typical batch and at each one's own batch differ (relative) by at
-// most `span` x the larger of `tolerance` and `bands` combined standard
-// errors. Predicted times, not (overhead, speed) pairs: noise can trade one
-// for the other along the samples of one batch size and still predict alike.
+// at each one's own batch (the typical batch for an idle worker) differ
+// (relative) by at most `span` x the larger of `tolerance` and `bands`
+// combined standard errors. Predicted times, not (overhead, speed) pairs:
+// noise can trade one for the other along the samples of one batch size and
+// still predict alike; and only where the samples lie, since such a trade
+// extrapolates to other batches with an error the noise bands do not cover.
 struct Likeness {
   const std::vector<std::size_t>& batches;  // each worker's current batch
   double typical_batch = 1.0;
@@ -26,7 +28,10 @@ struct Likeness {
   bool operator()(const std::vector<WorkerModel>& ms, const std::vector<double>& errors, std::size_t i,
                   std::size_t j, double span = 1.0) const {
     const double limit = span * std::max(tolerance, bands * std::hypot(errors[i], errors[j]));
-    for (const double b : {typical_batch, static_cast<double>(batches[i]), static_cast<double>(batches[j])}) {
+    auto own = [&](std::size_t k) {
+      return batches[k] > 0 ? static_cast<double>(batches[k]) : typical_batch;
+    };
+    for (const double b : {own(i), own(j)}) {
       const double ti = ms[i].overhead + b / ms[i].speed, tj = ms[j].overhead + b / ms[j].speed;
       if (std::abs(ti - tj) > limit * std::min(ti, tj)) return false;
     }
@@ -148,6 +153,25 @@ inline std::vector<std::size_t> even_out(const std::vector<std::size_t>& split,
   for (std::size_t i = 0; i < split.size(); ++i) {
     const std::size_t g = group[i];
     out[i] = total[g] / members[g] + (seen[g]++ < total[g] % members[g] ? 1 : 0);
+  }
+  return out;
+}
+
+// Each group's pooled model slowed by `margin` standard deviations of its
+// members' mean noise (`sigmas`, relative, by rank): the step waits for the
+// slowest draw, not the slowest mean, so a noisy worker should get less.
+// The group's mean, so members keep equal models and equal shares.
+inline std::vector<WorkerModel> with_noise_margin(const Grouping& groups, const std::vector<double>& sigmas,
+                                                  double margin) {
+  const std::size_t n = groups.models.size();
+  std::vector<double> sum(n, 0.0), members(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) sum[groups.group[i]] += sigmas[i], members[groups.group[i]] += 1.0;
+  std::vector<WorkerModel> out = groups.models;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t g = groups.group[i];
+    const double slower = 1.0 + margin * sum[g] / members[g];
+    out[i].overhead *= slower;
+    out[i].speed /= slower;
   }
   return out;
 }

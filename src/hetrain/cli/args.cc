@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "hetrain/cli/bench.h"
@@ -93,10 +94,12 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
                  "Emulated relative speeds s_i in (0,1], one per worker: worker i sleeps c*(1/s_i-1) after c "
                  "seconds of host compute")
       ->delimiter(',');
-  app.add_option("--sample-cost-ms", o.sample_cost_ms,
-                 "Emulated accelerator: each step also takes b x this many ms / s_i, slept in forward and backward");
+  app.add_option(
+      "--sample-cost-ms", o.sample_cost_ms,
+      "Emulated accelerator: each step also takes b x this many ms / s_i, slept in forward and backward");
   app.add_option("--allreduce", o.allreduce,
-                 "Gradient allreduce: auto (by message size) | gloo (c10d's) | ring | halving-doubling (hetrain's own)")
+                 "Gradient allreduce: auto (by message size) | gloo (c10d's) | ring | halving-doubling "
+                 "(hetrain's own)")
       ->capture_default_str();
   app.add_option("--bucket-mb", o.bucket_mb, "Gradients are reduced in calls of at most this many MiB")
       ->capture_default_str();
@@ -148,7 +151,8 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   report::Progress progress(std::cout, ::isatty(STDOUT_FILENO) != 0, level);
   const auto start = std::chrono::steady_clock::now();
   auto on_step = [&](const report::StepProgress& p) {
-    if (talk) progress.step(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (talk)
+      progress.step(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   };
   if (talk) {
     fmt::print("hetrain: {} workers ({}), model {}, policy {}, B={}, {} training samples\n", group.size(),
@@ -168,7 +172,8 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
     if (!o.metrics_path.empty()) write_file_atomic(o.metrics_path, record::to_json(result.metrics));
     if (talk && result.metrics.resumed_world_size > 0) {
       fmt::print("resumed from {} at epoch {} step {} (written by {} workers)\n", o.resume_dir,
-                 result.metrics.resumed_epoch + 1, result.metrics.resumed_step, result.metrics.resumed_world_size);
+                 result.metrics.resumed_epoch + 1, result.metrics.resumed_step,
+                 result.metrics.resumed_world_size);
     }
     if (talk) {
       const double acc = result.metrics.epochs.empty() ? 0.0 : result.metrics.epochs.back().test_accuracy;
@@ -192,48 +197,43 @@ std::vector<std::string> worker_args(int argc, char** argv) {
   return out;
 }
 
-int dispatch(int argc, char** argv) {
-  CLI::App app{"hetrain: synchronous data-parallel training on heterogeneous clusters", "hetrain"};
-  app.require_subcommand(1);
-  app.footer(kExamples);
-  app.set_version_flag("--version", "hetrain 0.1.0");
-
+// `run` and `worker`: the same training flags, bound to one set each.
+struct TrainCommands {
   train::TrainOptions run_opts, worker_opts;
   LaunchOptions run_launch, worker_launch;
-  auto* run = app.add_subcommand("run", "Start N local workers and train (like torchrun --nproc-per-node)");
-  add_launch_options(*run, run_launch);
-  add_train_options(*run, run_opts);
+  CLI::App* run = nullptr;
+};
+
+void add_train_commands(CLI::App& app, TrainCommands& t) {
+  t.run = app.add_subcommand("run", "Start N local workers and train (like torchrun --nproc-per-node)");
+  add_launch_options(*t.run, t.run_launch);
+  add_train_options(*t.run, t.run_opts);
   auto* worker =
       app.add_subcommand("worker",
                          "One worker started by someone else: reads RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, "
                          "OMPI_COMM_WORLD_RANK/SIZE (mpirun) or SLURM_PROCID/NTASKS (srun)");
-  add_launch_options(*worker, worker_launch);
-  add_train_options(*worker, worker_opts);
-  add_config_file(app, {run, worker});
+  add_launch_options(*worker, t.worker_launch);
+  add_train_options(*worker, t.worker_opts);
+  add_config_file(app, {t.run, worker});
+}
 
-  auto* bench = app.add_subcommand("bench", "Measure the communication layer");
-  auto* bench_allreduce = bench->add_subcommand(
-      "allreduce",
-      "Time each allreduce algorithm over message sizes on N local processes (nccl-tests layout)");
-  bench->require_subcommand(1);
-  BenchOptions bench_opts;
-  int bench_n = 4;
-  bool bench_as_worker = false;
-  bench_allreduce->add_option("-n,--nproc", bench_n, "Processes")->check(CLI::Range(1, comm::kMaxWorkers));
-  bench_allreduce->add_option("--algo", bench_opts.algorithms, "Algorithms: gloo,ring,halving-doubling,auto")->delimiter(',');
-  bench_allreduce->add_option("--sizes", bench_opts.sizes, "Message sizes in bytes (K, M, G suffixes)")
-      ->delimiter(',');
-  bench_allreduce->add_option("--iters", bench_opts.iterations, "Timed iterations per size")
-      ->capture_default_str();
-  bench_allreduce->add_option("--timeout", bench_opts.timeout_seconds, "Seconds any collective may take");
-  bench_allreduce->add_flag("--as-worker", bench_as_worker, "(internal: one process of the benchmark)")
-      ->group("");
-  ReportOptions report_opts;
-  auto* report = add_report_command(app, report_opts);
+// `run`: starts the workers on our own argument list, after checking the
+// flags here, once, before any process starts.
+int launch_run(const train::TrainOptions& o, const LaunchOptions& l, int argc, char** argv) {
+  LaunchPlan plan;
+  plan.nproc = l.nproc == 0 ? 1 : l.nproc;
+  if (!l.master_addr.empty()) plan.master_addr = l.master_addr;
+  plan.master_port = l.master_port;
+  train::validate(o, plan.nproc);
+  auto args = worker_args(argc, argv);
+  if (l.nproc == 0) args.insert(args.begin() + 1, {"-n", "1"});
+  plan.worker_args = std::move(args);
+  return launch(plan);
+}
 
-  SimCommands sim_cmds;
-  add_sim_commands(app, sim_cmds);
-
+// Parses the command line; an exit code when that is all there is to do
+// (help, version). A bad command line is a UsageError.
+std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -245,32 +245,29 @@ int dispatch(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     throw UsageError(std::string(e.what()) + " (see hetrain --help)");
   }
+  return std::nullopt;
+}
 
+int dispatch(int argc, char** argv) {
+  CLI::App app{"hetrain: synchronous data-parallel training on heterogeneous clusters", "hetrain"};
+  app.require_subcommand(1);
+  app.footer(kExamples);
+  app.set_version_flag("--version", "hetrain 0.1.0");
+  TrainCommands train_cmds;
+  add_train_commands(app, train_cmds);
+  BenchCommand bench_cmd;
+  add_bench_command(app, bench_cmd);
+  ReportOptions report_opts;
+  auto* report = add_report_command(app, report_opts);
+  SimCommands sim_cmds;
+  add_sim_commands(app, sim_cmds);
+
+  if (auto rc = parse(app, argc, argv)) return *rc;
   if (auto rc = run_sim_commands(sim_cmds)) return *rc;
   if (report->parsed()) return run_report(report_opts);
-  if (bench_allreduce->parsed()) {
-    // A worker checks against its world's size; the launcher before starting any process.
-    if (bench_as_worker) return bench_allreduce_worker(bench_opts, comm::world_from_env(comm::process_env()));
-    check_bench_options(bench_opts, bench_n, physical_memory_bytes());
-    LaunchPlan plan;
-    plan.nproc = bench_n;
-    for (int i = 1; i < argc; ++i) plan.worker_args.emplace_back(argv[i]);
-    plan.worker_args.emplace_back("--as-worker");
-    return launch(plan);
-  }
-  if (run->parsed()) {
-    LaunchPlan plan;
-    plan.nproc = run_launch.nproc == 0 ? 1 : run_launch.nproc;
-    if (!run_launch.master_addr.empty()) plan.master_addr = run_launch.master_addr;
-    plan.master_port = run_launch.master_port;
-    // Fail on bad flags here, once, before any process starts.
-    train::validate(run_opts, plan.nproc);
-    auto args = worker_args(argc, argv);
-    if (run_launch.nproc == 0) args.insert(args.begin() + 1, {"-n", "1"});
-    plan.worker_args = std::move(args);
-    return launch(plan);
-  }
-  return run_worker(worker_opts, worker_launch);
+  if (auto rc = run_bench_command(bench_cmd, argc, argv)) return *rc;
+  if (train_cmds.run->parsed()) return launch_run(train_cmds.run_opts, train_cmds.run_launch, argc, argv);
+  return run_worker(train_cmds.worker_opts, train_cmds.worker_launch);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <thread>
 
+#include "hetrain/cli/launcher.h"
 #include "hetrain/comm/allreduce.h"
 #include "hetrain/comm/gloo/gloo_group.h"
 #include "hetrain/common/error.h"
@@ -204,6 +206,34 @@ int bench_allreduce_worker(const BenchOptions& o, const comm::WorldInfo& world) 
     if (talk) std::fflush(stdout);
   }
   return 0;
+}
+
+void add_bench_command(CLI::App& app, BenchCommand& out) {
+  auto* bench = app.add_subcommand("bench", "Measure the communication layer");
+  bench->require_subcommand(1);
+  auto* a = bench->add_subcommand(
+      "allreduce",
+      "Time each allreduce algorithm over message sizes on N local processes (nccl-tests layout)");
+  a->add_option("-n,--nproc", out.nproc, "Processes")->check(CLI::Range(1, comm::kMaxWorkers));
+  a->add_option("--algo", out.options.algorithms, "Algorithms: gloo,ring,halving-doubling,auto")
+      ->delimiter(',');
+  a->add_option("--sizes", out.options.sizes, "Message sizes in bytes (K, M, G suffixes)")->delimiter(',');
+  a->add_option("--iters", out.options.iterations, "Timed iterations per size")->capture_default_str();
+  a->add_option("--timeout", out.options.timeout_seconds, "Seconds any collective may take");
+  a->add_flag("--as-worker", out.as_worker, "(internal: one process of the benchmark)")->group("");
+  out.allreduce_app = a;
+}
+
+std::optional<int> run_bench_command(const BenchCommand& c, int argc, char** argv) {
+  if (c.allreduce_app == nullptr || !c.allreduce_app->parsed()) return std::nullopt;
+  // A worker checks against its world's size; the launcher before starting any process.
+  if (c.as_worker) return bench_allreduce_worker(c.options, comm::world_from_env(comm::process_env()));
+  check_bench_options(c.options, c.nproc, physical_memory_bytes());
+  LaunchPlan plan;
+  plan.nproc = c.nproc;
+  for (int i = 1; i < argc; ++i) plan.worker_args.emplace_back(argv[i]);
+  plan.worker_args.emplace_back("--as-worker");
+  return launch(plan);
 }
 
 }  // namespace hetrain::cli

@@ -3,10 +3,15 @@
 // physical limits (memcpy and single-stream loopback TCP) as a reference.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hetrain/comm/env.h"
+
+namespace CLI {
+class App;
+}
 
 namespace hetrain::cli {
 
@@ -16,6 +21,22 @@ struct BenchOptions {
   int iterations = 5;                                                       // timed, after one warm-up
   double timeout_seconds = 300.0;
 };
+
+// The subcommand's flags. The launcher starts `nproc` copies of the same
+// command line with --as-worker added.
+struct BenchCommand {
+  BenchOptions options;
+  int nproc = 4;
+  bool as_worker = false;
+  CLI::App* allreduce_app = nullptr;
+};
+
+// Registers `bench allreduce` on `app`, binding its flags to `out`.
+void add_bench_command(CLI::App& app, BenchCommand& out);
+
+// Runs the benchmark if it was parsed (as the launcher or as one of its
+// workers) and returns its exit code; nullopt if it was not.
+std::optional<int> run_bench_command(const BenchCommand& c, int argc, char** argv);
 
 // Parses "64K", "1M", "2G" or plain bytes (powers of 1024); throws UsageError.
 std::size_t parse_bytes(const std::string& text);

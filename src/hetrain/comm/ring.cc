@@ -36,7 +36,7 @@ namespace {
 
 // One transfer on the wire. Smaller segments (256 KiB) are clearly slower and
 // larger ones no faster in bench/allreduce_compare.py (docs/benchmarks.md).
-constexpr std::size_t kSegmentBytes = 1024 * 1024;
+constexpr std::size_t kSegmentBytes = std::size_t{1024} * 1024;
 constexpr std::size_t kInFlight = 4;      // receives posted ahead
 constexpr unsigned kTagSpace = 1u << 30;  // tags stay positive ints
 constexpr unsigned kMaxSteps = 2 * 4096;  // >= steps of any plan (2(N-1) for N <= 4096)
@@ -99,8 +99,9 @@ struct Receiving {
     const std::size_t slot = set + posted++ % (kInFlight + 1);
     std::span<T> into = step->reduce ? slots.subspan(slot * seg, len) : data.subspan(cursor, len);
     const int from = step->recv_from;
-    pending.push_back({cursor, len, slot,
-                       post_named([&] { return group.irecv(into, from, tag); }, "receiving from", from, index)});
+    pending.push_back(
+        {cursor, len, slot,
+         post_named([&] { return group.irecv(into, from, tag); }, "receiving from", from, index)});
     cursor += len;
   }
 };
@@ -135,7 +136,8 @@ void execute_plan(Group& group, std::span<T> data, const std::vector<Step>& step
     if (sends.empty()) {
       for (std::size_t b = st.send.begin; st.send_to != kNoPeer && b < st.send.end; b += seg) {
         auto chunk = data.subspan(b, std::min(seg, st.send.end - b));
-        sends.push_back(post_named([&] { return group.isend(chunk, st.send_to, tag); }, "sending to", st.send_to, s));
+        sends.push_back(
+            post_named([&] { return group.isend(chunk, st.send_to, tag); }, "sending to", st.send_to, s));
       }
     }
     std::swap(now, ahead);  // what was posted ahead for this step

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "hetrain/common/error.h"
@@ -41,6 +42,7 @@ std::vector<double> clock_offsets(const std::vector<std::vector<StepTimes>>& tim
   std::vector<double> offset(n, 0.0);
   for (std::size_t i = 1; i < n; ++i) {
     std::vector<double> d;
+    d.reserve(times.size());
     for (const auto& step : times) d.push_back(step[i].allreduce_end - step[0].allreduce_end);
     std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
     offset[i] = d[d.size() / 2];
@@ -141,7 +143,7 @@ void TraceWriter::write_batch(const Batch& b) {
         ",\n{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":0,\"tid\":{},"
         "\"args\":{{\"step\":{},\"epoch\":{},\"local_batch\":{}}}}}",
         name, cat, begin * kMicrosPerSecond, (end - begin) * kMicrosPerSecond, rank, step, b.epoch,
-        static_cast<std::size_t>(batch + 0.5));
+        std::llround(batch));
   };
   const auto offset = clock_offsets(b.times);
   for (std::size_t s = 0; s < b.times.size(); ++s) {

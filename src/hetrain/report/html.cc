@@ -7,8 +7,8 @@
 
 #include "hetrain/common/error.h"
 #include "hetrain/common/file_io.h"
-#include "hetrain/report/svg.h"
 #include "hetrain/record/metrics.h"
+#include "hetrain/report/svg.h"
 
 namespace hetrain::report {
 namespace {
@@ -182,6 +182,7 @@ std::vector<std::string> plot_ids(std::size_t runs) {
 std::string render_html(const std::vector<record::Run>& runs) {
   HETRAIN_ENFORCE_LT(0u, runs.size());
   std::vector<std::string> names;
+  names.reserve(runs.size());
   for (const auto& r : runs) names.push_back(r.label);
   const std::string title = fmt::format("hetrain report: {}", fmt::join(names, " vs "));
   std::string s = fmt::format(
@@ -200,6 +201,7 @@ std::string render_html(const std::vector<record::Run>& runs) {
 void write_report(const std::vector<std::string>& inputs, const std::string& output) {
   if (inputs.empty()) throw UsageError("report: give at least one metrics file");
   std::vector<record::Run> runs;
+  runs.reserve(inputs.size());
   for (const auto& path : inputs) runs.push_back(record::load_run(path));
   write_file_atomic(output, render_html(runs));
 }

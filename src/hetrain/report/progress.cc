@@ -11,7 +11,7 @@ namespace {
 
 std::string clock_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto s = static_cast<long long>(seconds + 0.5);
+  const long long s = std::llround(seconds);
   if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }

@@ -77,8 +77,9 @@ std::string legend(const std::vector<std::pair<std::string, std::string>>& entri
   const std::size_t per_row = legend_per_row();
   std::string s;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const double x = kMarginLeft + static_cast<double>(i % per_row) * kLegendItemWidth;
-    const double y = kMarginTop + static_cast<double>(i / per_row + 1) * kLegendRowHeight - 4;
+    const std::size_t row = i / per_row, column = i % per_row;
+    const double x = kMarginLeft + static_cast<double>(column) * kLegendItemWidth;
+    const double y = kMarginTop + static_cast<double>(row + 1) * kLegendRowHeight - 4;
     s += fmt::format(
         "<rect class=\"swatch\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>"
         "<text class=\"legend\" x=\"{}\" y=\"{}\">{}</text>\n",
@@ -249,6 +250,7 @@ std::string stacked_bars(const std::string& id, const ChartText& text,
   s += axes(f, text, y_ticks, nullptr);
   const double band = (f.right - f.left) / static_cast<double>(std::max<std::size_t>(categories.size(), 1));
   std::vector<std::pair<std::string, std::string>> entries;
+  entries.reserve(segments.size());
   for (const auto& seg : segments) entries.emplace_back(seg.name, seg.color);
   for (std::size_t c = 0; c < categories.size(); ++c) {
     const double x = f.left + band * (static_cast<double>(c) + (1.0 - kBarFill) / 2);

@@ -78,7 +78,8 @@ Cluster calibrate(const MeasuredRun& run, const Cluster& base) {
       if (b <= 0) continue;
       deviation.push_back(std::abs(run.compute_seconds[k][i] / (g.overhead + b / g.speed) - 1.0));
     }
-    std::nth_element(deviation.begin(), deviation.begin() + deviation.size() / 2, deviation.end());
+    std::nth_element(deviation.begin(), deviation.begin() + static_cast<std::ptrdiff_t>(deviation.size() / 2),
+                     deviation.end());
     g.noise = kMadToStandardDeviation * deviation[deviation.size() / 2];
     c.groups.push_back(g);
   }

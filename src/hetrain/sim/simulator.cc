@@ -279,6 +279,7 @@ std::vector<double> share_cores(const std::vector<double>& work, const std::vect
   HETRAIN_ENFORCE_EQ(work.size(), cap.size());
   std::vector<double> finish(work.size(), 0.0), left = work;
   std::vector<std::size_t> active;
+  active.reserve(work.size());
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (work[i] > 0.0) active.push_back(i);
   }

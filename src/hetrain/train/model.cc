@@ -60,7 +60,8 @@ class Cnn final : public Model {
 };
 
 torch::nn::Conv2d conv3x3(std::int64_t in, std::int64_t out, std::int64_t stride) {
-  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kConvKernel).stride(stride).padding(kConvPadding));
+  return torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, kConvKernel).stride(stride).padding(kConvPadding));
 }
 
 // Two 3x3 convolutions and a shortcut (identity, or a strided 1x1 when the
@@ -72,11 +73,11 @@ class BasicBlock final : public torch::nn::Module {
       : conv1_(register_module("conv1", conv3x3(in, out, stride))),
         conv2_(register_module("conv2", conv3x3(out, out, 1))) {
     if (stride != 1 || in != out) {
-      shortcut_ = register_module(
-          "shortcut", torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(stride)));
+      shortcut_ =
+          register_module("shortcut", torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(stride)));
     }
   }
-  torch::Tensor forward(torch::Tensor x) {
+  torch::Tensor forward(const torch::Tensor& x) {
     auto y = conv2_(torch::relu(conv1_(x)));
     return torch::relu(y + (shortcut_ ? shortcut_(x) : x));
   }
@@ -122,8 +123,8 @@ void init_parameters(torch::nn::Module& m, std::uint64_t seed) {
     auto params = sub->named_parameters(/*recurse=*/false);
     auto* w = params.find("weight");
     if (w == nullptr) continue;
-    const double fan_in = static_cast<double>(w->numel() / w->size(0));
-    const double bound = 1.0 / std::sqrt(fan_in);
+    const std::int64_t fan_in = w->numel() / w->size(0);  // inputs per output
+    const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
     w->uniform_(-bound, bound, gen);
     if (auto* b = params.find("bias")) b->uniform_(-bound, bound, gen);
   }
@@ -135,7 +136,8 @@ void init_parameters(torch::nn::Module& m, std::uint64_t seed) {
 // module), and forward calls the script's forward.
 class ScriptModel : public Model {
  public:
-  explicit ScriptModel(torch::jit::Module module) : module_(std::move(module)) {
+  // A jit::Module is a handle (copying it shares the module); it has no move.
+  explicit ScriptModel(const torch::jit::Module& module) : module_(module) {
     std::size_t i = 0;
     for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
       // nn::Module names may not contain '.', TorchScript's nested ones do.
@@ -161,10 +163,12 @@ std::shared_ptr<Model> load_script_model(const std::string& path, std::int64_t r
     module = torch::jit::load(path);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    throw DataError(fmt::format("cannot load TorchScript model {}: {}", path, what.substr(0, what.find('\n'))));
+    throw DataError(
+        fmt::format("cannot load TorchScript model {}: {}", path, what.substr(0, what.find('\n'))));
   }
-  auto m = std::make_shared<ScriptModel>(std::move(module));
-  if (m->parameters().empty()) throw DataError(fmt::format("TorchScript model {} has no parameters to train", path));
+  auto m = std::make_shared<ScriptModel>(module);
+  if (m->parameters().empty())
+    throw DataError(fmt::format("TorchScript model {} has no parameters to train", path));
   // Fail now, not in the first step, if it does not fit the data.
   torch::Tensor out;
   try {
@@ -176,8 +180,8 @@ std::shared_ptr<Model> load_script_model(const std::string& path, std::int64_t r
                                 what.substr(0, what.find('\n'))));
   }
   if (out.dim() != 2 || out.size(0) != 2 || out.size(1) != classes) {
-    throw DataError(fmt::format("TorchScript model {} returns {} for a batch of 2, expected [2, {}] logits", path,
-                                fmt::format("{}", fmt::join(out.sizes().vec(), "x")), classes));
+    throw DataError(fmt::format("TorchScript model {} returns {} for a batch of 2, expected [2, {}] logits",
+                                path, fmt::format("{}", fmt::join(out.sizes().vec(), "x")), classes));
   }
   return m;
 }

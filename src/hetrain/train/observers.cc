@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "hetrain/common/error.h"
 
 namespace hetrain::train {
@@ -42,7 +44,7 @@ void StepLog::end_epoch(const Cursor& c, std::size_t epoch_steps) {
     rec.epoch = c.epoch;
     for (std::size_t i = 0; i < n; ++i) {
       const double* f = &all[i * mine_.size() + s * kStepFields];
-      rec.local_batch.push_back(static_cast<std::size_t>(f[0] + 0.5));
+      rec.local_batch.push_back(static_cast<std::size_t>(std::llround(f[0])));
       rec.compute_seconds.push_back(f[1]);
       rec.wait_seconds.push_back(f[2]);
       rec.hidden_seconds.push_back(f[3]);
