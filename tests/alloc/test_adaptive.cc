@@ -131,6 +131,21 @@ TEST(AdaptivePolicy, StartsEqualAndConvergesToTheProportionalSplit) {
   EXPECT_EQ(sum(p.split()), 256u);
 }
 
+TEST(AdaptivePolicy, WhatItLearnedCanBeSavedBeforeAnyWorkerIsMeasured) {
+  // A checkpoint after the first step (whose times are ignored) saves
+  // unknown speeds as 0, which a resumed run treats as unknown.
+  AdaptivePolicy p(2, 64, {});
+  Observation o;
+  o.local_batch = {32, 32};
+  o.compute_seconds = {0.1, 0.1};
+  p.observe(o);
+  const auto learned = p.learned();
+  ASSERT_EQ(learned.size(), 2u);
+  EXPECT_EQ(learned[0].speed, 0.0);
+  AdaptivePolicy resumed(2, 64, {}, {}, learned);
+  EXPECT_EQ(resumed.split(), (std::vector<std::size_t>{32, 32}));
+}
+
 TEST(AdaptivePolicy, OneSampleMovesOnlyAGrossImbalance) {
   // 1.67x slower: a 33% gain, inside the one-sample band (50%), so the first
   // step moves nothing; the second sample gives a noise estimate and the

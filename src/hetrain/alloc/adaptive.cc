@@ -153,6 +153,13 @@ AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bo
   split_ = incumbent_;
 }
 
+std::vector<WorkerModel> AdaptivePolicy::learned() const {
+  std::vector<WorkerModel> out;
+  for (const auto& c : cost_)
+    out.push_back(c.fitted() ? WorkerModel{c.overhead(), c.speed()} : WorkerModel{0.0, 0.0});
+  return out;
+}
+
 std::vector<WorkerModel> AdaptivePolicy::models() const {
   std::vector<WorkerModel> out;
   for (const auto& c : cost_) out.push_back({c.overhead(), c.speed()});

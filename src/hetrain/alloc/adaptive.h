@@ -133,7 +133,9 @@ class AdaptivePolicy final : public Policy {
                  const std::vector<WorkerModel>& known = {});
   std::vector<std::size_t> split() const override { return split_; }
   void observe(const Observation& obs) override;
-  std::vector<WorkerModel> learned() const override { return models(); }
+  // As models(), with speed 0 (unknown) for a worker not yet measured: a
+  // checkpoint may come before the first fit.
+  std::vector<WorkerModel> learned() const override;
   PolicyStats stats() const override { return stats_; }
   // What the policy currently believes (for metrics, checkpoints, the simulator).
   std::vector<WorkerModel> models() const;
@@ -214,7 +216,7 @@ class ProfiledStaticPolicy final : public Policy {
     return remaining_ > 0 ? inner_.split() : inner_.best_split();
   }
   void observe(const Observation& obs) override;
-  std::vector<WorkerModel> learned() const override { return inner_.models(); }
+  std::vector<WorkerModel> learned() const override { return inner_.learned(); }
   PolicyStats stats() const override { return inner_.stats(); }
 
  private:
