@@ -34,10 +34,14 @@ struct WorkerModel {
   double speed = 1.0;     // v_i, samples per second
 };
 
+// `static` without shares: steps the adaptive estimator measures before the
+// split is frozen (the one default; options, sim and cli refer to it).
+inline constexpr std::size_t kDefaultProfileSteps = 20;
+
 struct PolicyConfig {
   std::string name = "equal";      // equal | static | adaptive
   std::vector<double> shares;      // static: relative shares, one per worker; empty = profile
-  std::size_t profile_steps = 20;  // static without shares: steps measured before freezing
+  std::size_t profile_steps = kDefaultProfileSteps;  // static without shares: steps measured before freezing
   std::size_t workers = 1;
   std::size_t global_batch = 1;
   Bounds bounds;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "hetrain/alloc/policy.h"
+
 namespace CLI {
 class App;
 }
@@ -20,7 +22,7 @@ struct SimCommands {
   std::string calibrate;  // a real run's metrics JSON
   std::vector<std::string> policies{"equal", "static", "adaptive"};
   std::vector<double> shares;  // static
-  std::size_t profile_steps = 20;
+  std::size_t profile_steps = alloc::kDefaultProfileSteps;
   std::size_t steps = 0;
   std::size_t epochs = 0;
   double gradient_bytes = -1.0;  // < 0: from the cluster file

@@ -19,7 +19,7 @@ struct SimOptions {
   // static: relative shares, one per worker of the starting cluster (a worker
   // that joins later takes its group's first share); empty = profile first.
   std::vector<double> shares;
-  std::size_t profile_steps = 20;  // static without shares
+  std::size_t profile_steps = alloc::kDefaultProfileSteps;  // static without shares
   std::size_t steps = 0;           // stop after this many steps (0: no limit, needs epochs)
   std::size_t epochs = 0;          // 0: `steps` full global batches; else needs dataset_samples
   bool record_splits = false;      // keep every step's per-worker split (workers x steps numbers)

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "hetrain/alloc/policy.h"
+
 namespace hetrain::train {
 
 // Defaults, with units.
@@ -14,7 +16,6 @@ inline constexpr std::size_t kDefaultGlobalBatch = 64;       // samples per step
 inline constexpr double kDefaultTimeoutSeconds = 120.0;      // rendezvous and collectives
 inline constexpr std::size_t kDefaultSyntheticTrain = 6000;  // samples
 inline constexpr std::size_t kDefaultSyntheticTest = 1000;   // samples
-inline constexpr std::size_t kDefaultProfileSteps = 20;      // static without --shares: steps measured first
 // MiB per allreduce call. Smaller than DDP's 25 MiB (tuned for NCCL) so the
 // reduction of the last layers can start early in backward; bench/overlap_bench.py
 // checks what the overlap buys (docs/benchmarks.md, "Overlap with backward").
@@ -46,7 +47,7 @@ struct SharedOptions {
   // Allocation.
   std::string policy = "equal";  // equal | static | adaptive
   std::vector<double> shares;    // static: one per worker; empty = profile first
-  std::size_t profile_steps = kDefaultProfileSteps;  // static without --shares: steps measured first
+  std::size_t profile_steps = alloc::kDefaultProfileSteps;  // static without --shares: steps measured first
   std::size_t min_local_batch = 0;
   std::size_t max_local_batch = 0;  // 0 = no cap
 
