@@ -23,6 +23,9 @@ constexpr std::size_t kMinNoiseTimes = 3;
 constexpr std::size_t kMinShiftBaseline = 2;
 // A shift of the step time must also exceed this many noise standard deviations.
 constexpr double kShiftNoiseBands = 3.0;
+// The relative scatter of a worker's CPU-seconds per step assumed at least
+// (host_costs): large, so that a handful of samples groups alike workers.
+constexpr double kPriorCpuScatter = 0.3;
 // Rejected proposals remembered (the newest), for AdaptiveConfig::retry_distance.
 constexpr std::size_t kRememberedRejections = 8;
 // A step's time arrives with the next step's observation.
@@ -44,13 +47,17 @@ double moved_share(const std::vector<std::size_t>& a, const std::vector<std::siz
 }  // namespace
 
 AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds,
-                               AdaptiveConfig config, const std::vector<WorkerModel>& known)
+                               AdaptiveConfig config, const std::vector<WorkerModel>& known, Placement placement)
     : global_batch_(global_batch),
       bounds_(bounds),
       config_(config),
       cost_(workers, CostModel(config.model)),
+      placement_(std::move(placement)),
+      cpu_(workers, CostModel(config.model)),
+      wait_(workers, CostModel(config.model)),
       incumbent_times_(config.step_window),
       probe_wait_(config.idle_probe_steps) {
+  placement_.check(workers);
   incumbent_ = split_proportional(std::vector<double>(workers, 1.0), global_batch, bounds_);
   split_ = incumbent_;
   std::vector<double> speeds;
@@ -173,7 +180,11 @@ void AdaptivePolicy::add_incumbent_time(const StepTime& t) {
 
 bool AdaptivePolicy::learn(const Observation& obs) {
   bool changed = false;
+  const bool cpu = obs.cpu_seconds.size() == cost_.size(), wait = obs.wait_seconds.size() == cost_.size();
   for (std::size_t i = 0; i < cost_.size(); ++i) {
+    const auto b = static_cast<double>(obs.local_batch[i]);
+    if (cpu) cpu_[i].observe({b, obs.cpu_seconds[i]});
+    if (wait) wait_[i].observe({b, obs.wait_seconds[i]});
     const std::size_t before = cost_[i].changes();
     cost_[i].observe({static_cast<double>(obs.local_batch[i]), obs.compute_seconds[i]});
     changed = changed || cost_[i].changes() != before;
@@ -322,9 +333,22 @@ Grouping AdaptivePolicy::grouped_models() const {
     errors.push_back(n > 0.0 ? kMedianErrorPerScatter * c.relative_scatter() / std::sqrt(n) : 0.0);
   }
   const double typical_batch = static_cast<double>(global_batch_) / static_cast<double>(cost_.size());
-  return pool_alike(models(), errors,
-                    Likeness{incumbent_, typical_batch, config_.group_tolerance, config_.group_bands},
-                    groups_);
+  Grouping g = pool_alike(models(), errors,
+                          Likeness{incumbent_, typical_batch, config_.group_tolerance, config_.group_bands},
+                          groups_);
+  if (!hosts_known()) return g;
+  // On shared hosts, groups by CPU cost (hosts.h: wall-clock times there say
+  // more about the neighbours); the other workers keep their groups among
+  // themselves, each labelled by its lowest such rank.
+  std::vector<std::size_t> label = host_groups(placement_, host_costs(), incumbent_, typical_batch);
+  std::vector<std::size_t> lowest(cost_.size(), cost_.size());
+  for (std::size_t r = 0; r < cost_.size(); ++r) {
+    if (placement_.host[r] == kNoHost) lowest[g.group[r]] = std::min(lowest[g.group[r]], r);
+  }
+  for (std::size_t r = 0; r < cost_.size(); ++r) {
+    if (placement_.host[r] == kNoHost) label[r] = lowest[g.group[r]];
+  }
+  return pool_labelled(models(), label);
 }
 
 void AdaptivePolicy::propose(std::size_t step) {
@@ -351,17 +375,65 @@ void AdaptivePolicy::propose(std::size_t step) {
       return;
     }
   }
-  std::vector<double> sigmas;
-  for (const auto& c : cost_) sigmas.push_back(kSigmaPerMad * c.relative_scatter());
-  const std::vector<WorkerModel> ms = with_noise_margin(groups, sigmas, config_.noise_margin);
-  SolvedSplit best = solve_split(ms, global_batch_, bounds_);
-  const double now = predicted_makespan(ms, incumbent_);
+  double now = 0.0;
+  SolvedSplit best = best_split_for(groups, now);
   if (!(best.makespan < (1.0 - *band) * now) || best.split == incumbent_) return;
   if (!cooled_down(best.split, step)) return;
   const double reference = incumbent_times_.empty() ? now : incumbent_times_.median();
   if (start_trial(std::move(best.split), trial_budget((now - best.makespan) / reference, baseline), step)) {
     extending_ = false;
   }
+}
+
+bool AdaptivePolicy::hosts_known() const {
+  if (!placement_.shared()) return false;
+  for (std::size_t i = 0; i < cpu_.size(); ++i) {
+    if (placement_.host[i] != kNoHost && !cpu_[i].fitted()) return false;
+  }
+  return true;
+}
+
+// Each worker's CPU cost and time off the CPU, as learned (zero for a worker
+// off any host).
+std::vector<HostCost> AdaptivePolicy::host_costs() const {
+  std::vector<HostCost> costs(cost_.size());
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    if (placement_.host[i] == kNoHost || !cpu_[i].fitted()) continue;
+    costs[i].cpu_overhead = cpu_[i].overhead();
+    costs[i].cpu_per_sample = cpu_[i].seconds_per_sample();
+    // A few samples say little of their own scatter: a prior keeps them
+    // uncertain (so alike workers stay grouped) until the window fills.
+    const double n = static_cast<double>(cpu_[i].samples());
+    costs[i].cpu_error =
+        std::max(kMedianErrorPerScatter * cpu_[i].relative_scatter(), kPriorCpuScatter) / std::sqrt(n);
+    if (wait_[i].fitted()) {
+      costs[i].wait_overhead = wait_[i].overhead();
+      costs[i].wait_per_sample = wait_[i].seconds_per_sample();
+    }
+  }
+  return costs;
+}
+
+// The model's best split, and in `now` its prediction for the incumbent.
+// Workers sharing hosts: the better of the independent-device solve and
+// the host solve, both priced by processor sharing of the hosts' cores.
+SolvedSplit AdaptivePolicy::best_split_for(const Grouping& groups, double& now) const {
+  std::vector<double> sigmas;
+  for (const auto& c : cost_) sigmas.push_back(kSigmaPerMad * c.relative_scatter());
+  const std::vector<WorkerModel> ms = with_noise_margin(groups, sigmas, config_.noise_margin);
+  SolvedSplit best = solve_split(ms, global_batch_, bounds_);
+  now = predicted_makespan(ms, incumbent_);
+  if (!hosts_known()) return best;
+  std::vector<HostCost> costs = host_costs();
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    const double slower = groups.models[i].speed / ms[i].speed;  // the noise margin's
+    costs[i].cpu_overhead *= slower, costs[i].cpu_per_sample *= slower;
+    costs[i].wait_overhead *= slower, costs[i].wait_per_sample *= slower;
+  }
+  SolvedSplit on_hosts = solve_on_hosts(placement_, ms, costs, groups.group, global_batch_, bounds_);
+  best.makespan = host_makespan(placement_, ms, costs, best.split);
+  now = host_makespan(placement_, ms, costs, incumbent_);
+  return on_hosts.makespan < best.makespan ? on_hosts : best;
 }
 
 bool AdaptivePolicy::start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step) {
@@ -412,8 +484,9 @@ double AdaptivePolicy::noise(Part p) const {
 }
 
 ProfiledStaticPolicy::ProfiledStaticPolicy(std::size_t workers, std::size_t global_batch, Bounds bounds,
-                                           std::size_t profile_steps)
-    : inner_(workers, global_batch, bounds), remaining_(profile_steps) {}
+                                           std::size_t profile_steps, Placement placement)
+    : inner_(workers, global_batch, bounds, AdaptiveConfig{}, {}, std::move(placement)),
+      remaining_(profile_steps) {}
 
 void ProfiledStaticPolicy::observe(const Observation& obs) {
   if (remaining_ == 0) return;

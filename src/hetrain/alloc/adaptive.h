@@ -11,15 +11,11 @@
 
 #include "hetrain/alloc/cost_model.h"
 #include "hetrain/alloc/groups.h"
+#include "hetrain/alloc/hosts.h"
 #include "hetrain/alloc/policy.h"
 #include "hetrain/alloc/step_time.h"
 
 namespace hetrain::alloc {
-
-struct SolvedSplit {
-  std::vector<std::size_t> split;
-  double makespan = 0.0;  // predicted seconds of the slowest worker
-};
 
 // Predicted step compute time of `split`: max_i a_i + b_i / v_i (workers
 // with b_i = 0 take no time).
@@ -129,8 +125,9 @@ class AdaptivePolicy final : public Policy {
   // shorter or longer than `workers`). Known workers start from them, new
   // ones from the median known speed, and the first split is solved from
   // these guesses; learning then goes on as usual.
+  // `placement`: which workers share a host's cores (empty: none do).
   AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds, AdaptiveConfig config = {},
-                 const std::vector<WorkerModel>& known = {});
+                 const std::vector<WorkerModel>& known = {}, Placement placement = {});
   std::vector<std::size_t> split() const override { return split_; }
   void observe(const Observation& obs) override;
   // As models(), with speed 0 (unknown) for a worker not yet measured: a
@@ -156,6 +153,9 @@ class AdaptivePolicy final : public Policy {
   void propose(std::size_t step);
   std::optional<double> model_band();
   Grouping grouped_models() const;
+  SolvedSplit best_split_for(const Grouping& groups, double& now) const;
+  bool hosts_known() const;
+  std::vector<HostCost> host_costs() const;
   void plan_extension(double measured_gain);
   bool start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step);
   bool cooled_down(const std::vector<std::size_t>& proposal, std::size_t step) const;
@@ -176,6 +176,8 @@ class AdaptivePolicy final : public Policy {
   Bounds bounds_;
   AdaptiveConfig config_;
   std::vector<CostModel> cost_;
+  Placement placement_;
+  std::vector<CostModel> cpu_, wait_;  // CPU-seconds and seconds off the CPU, of each worker's compute
   std::vector<std::size_t> split_;      // the next step's: the trial's, else the incumbent
   std::vector<std::size_t> incumbent_;  // the best measured split since the last real change
   StepTimeLog incumbent_times_;
@@ -209,7 +211,7 @@ class AdaptivePolicy final : public Policy {
 class ProfiledStaticPolicy final : public Policy {
  public:
   ProfiledStaticPolicy(std::size_t workers, std::size_t global_batch, Bounds bounds,
-                       std::size_t profile_steps);
+                       std::size_t profile_steps, Placement placement = {});
   // While profiling, the adaptive split (trials included); then the best
   // measured one, frozen.
   std::vector<std::size_t> split() const override {

@@ -12,7 +12,7 @@ namespace hetrain::alloc {
 
 // Tuning constants, with units.
 struct CostModelConfig {
-  std::size_t window = 16;          // observations kept (steps)
+  std::size_t window = 64;          // observations kept (steps)
   std::size_t change_run = 3;       // consecutive surprises that mean a real change (steps)
   double change_threshold = 0.25;   // relative error of a prediction that counts as a surprise
   double min_batch_spread = 0.1;    // pairs whose batches differ by less (relative) give no slope
@@ -106,6 +106,7 @@ class CostModel {
   bool fitted() const { return seconds_per_sample_.has_value(); }
   double overhead() const { return overhead_; }                       // a, seconds
   double speed() const { return 1.0 / seconds_per_sample_.value(); }  // v, samples/s
+  double seconds_per_sample() const { return seconds_per_sample_.value(); }  // 1 / v
   double predict(double batch) const { return overhead_ + batch * seconds_per_sample_.value(); }
   // How far the window's samples scatter around the fit: the median of
   // |t - predicted| / predicted (0 when unfitted).

@@ -142,6 +142,23 @@ inline Grouping pool_alike(const std::vector<WorkerModel>& ms, const std::vector
   return out;
 }
 
+// The grouping of `group` (by rank, any labels), each group's models pooled
+// as pool_alike pools them: the mean overhead and the mean per-sample cost.
+inline Grouping pool_labelled(const std::vector<WorkerModel>& ms, const std::vector<std::size_t>& group) {
+  const std::size_t n = ms.size();
+  Grouping out{ms, std::vector<std::size_t>(n, 0)};
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return group[a] < group[b]; });
+  for (std::size_t begin = 0; begin < n;) {  // each run of one label, its ranks ascending
+    std::size_t end = begin + 1;
+    while (end < n && group[order[end]] == group[order[begin]]) ++end;
+    detail::pool(ms, order, begin, end, out);
+    begin = end;
+  }
+  return out;
+}
+
 // `split` with each group's samples spread evenly over its members (the
 // remainder to the lowest ranks): identical workers hold equal shares. The
 // group's total, so the sum and, on average, the bounds hold.

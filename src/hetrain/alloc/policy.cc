@@ -28,10 +28,12 @@ std::unique_ptr<Policy> make_policy(const PolicyConfig& c) {
     return std::make_unique<FixedPolicy>(split_proportional(ones, c.global_batch, c.bounds));
   }
   if (c.name == "adaptive") {
-    return std::make_unique<AdaptivePolicy>(c.workers, c.global_batch, c.bounds, AdaptiveConfig{}, c.known);
+    return std::make_unique<AdaptivePolicy>(c.workers, c.global_batch, c.bounds, AdaptiveConfig{}, c.known,
+                                            c.placement);
   }
   if (c.name == "static" && c.shares.empty()) {
-    return std::make_unique<ProfiledStaticPolicy>(c.workers, c.global_batch, c.bounds, c.profile_steps);
+    return std::make_unique<ProfiledStaticPolicy>(c.workers, c.global_batch, c.bounds, c.profile_steps,
+                                                  c.placement);
   }
   if (c.name == "static") {
     if (c.shares.size() != c.workers) {

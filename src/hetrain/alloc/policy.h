@@ -20,6 +20,11 @@ struct Observation {
   // Wall seconds of the whole synchronous step BEFORE this one (slice, compute, allreduce, apply), the
   // same number on every worker (reduced with the gradients); 0 when unknown (the run's first step).
   double previous_step_seconds = 0.0;
+  // Of each worker's compute: CPU-seconds its process used, and seconds it
+  // spent off the CPU by design (an emulated device's delay). Empty when not
+  // measured; the adaptive policy plans shared hosts' cores with them.
+  std::vector<double> cpu_seconds;
+  std::vector<double> wait_seconds;
 };
 
 // What a policy did, for the metrics.
@@ -34,6 +39,23 @@ struct WorkerModel {
   double speed = 1.0;     // v_i, samples per second
 };
 
+// Placement::host of a worker that shares its compute with no other worker
+// (an accelerator, or a host of its own that was not described).
+inline constexpr std::size_t kNoHost = static_cast<std::size_t>(-1);
+
+// Where the workers compute: the same on every worker (exchanged once).
+// Empty: every worker is independent. hosts.h plans with it.
+struct Placement {
+  std::vector<std::size_t> host;   // per worker: index into host_cores, or kNoHost
+  std::vector<double> cpus;        // per worker: CPUs it can use at once (its threads, its CPU quota)
+  std::vector<double> host_cores;  // per host: CPUs its workers share
+
+  // Whether some host has two workers or more (else hosts change nothing).
+  bool shared() const;
+  // Throws UsageError unless sizes, indices and CPU counts are consistent with `workers`.
+  void check(std::size_t workers) const;
+};
+
 // `static` without shares: steps the adaptive estimator measures before the
 // split is frozen (the one default; options, sim and cli refer to it).
 inline constexpr std::size_t kDefaultProfileSteps = 20;
@@ -46,6 +68,7 @@ struct PolicyConfig {
   std::size_t global_batch = 1;
   Bounds bounds;
   std::vector<WorkerModel> known;  // adaptive: models saved by an earlier run, by rank (resume)
+  Placement placement;  // adaptive: which workers share a host's cores (empty: none do)
 };
 
 class Policy {

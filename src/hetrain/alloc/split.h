@@ -16,6 +16,12 @@ struct Bounds {
   std::size_t max_local = std::numeric_limits<std::size_t>::max();
 };
 
+// A split with the time a model predicts for it.
+struct SolvedSplit {
+  std::vector<std::size_t> split;
+  double makespan = 0.0;  // predicted seconds of the slowest worker
+};
+
 // Throws UsageError unless n workers can hold `total` samples within bounds.
 void check_feasible(std::size_t n, std::size_t total, const Bounds& bounds);
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "hetrain/alloc/hosts.h"
 #include "hetrain/alloc/policy.h"
 #include "hetrain/common/error.h"
 #include "hetrain/data/cursor.h"
@@ -60,6 +61,22 @@ std::vector<alloc::WorkerModel> carry_models(const std::vector<alloc::WorkerMode
   return known;
 }
 
+// A worker on a machine: the CPUs it can use at once (its threads, its quota).
+double cpu_cap(const WorkerGroup& g) { return g.quota > 0.0 ? std::min(g.threads, g.quota) : g.threads; }
+
+// Which workers share a machine's cores, as the trainer reports it.
+alloc::Placement placement_of(const World& w, const Cluster& c) {
+  alloc::Placement p;
+  if (c.machines.empty()) return p;
+  for (const auto& m : c.machines) p.host_cores.push_back(m.cores);
+  for (const std::size_t g : w.rank_group) {
+    const WorkerGroup& group = w.groups[g];
+    p.host.push_back(group.machine == kNoMachine ? alloc::kNoHost : group.machine);
+    p.cpus.push_back(group.machine == kNoMachine ? 1.0 : cpu_cap(group));
+  }
+  return p;
+}
+
 std::unique_ptr<alloc::Policy> make_world_policy(const World& w, const Cluster& c, const SimOptions& o,
                                                  std::vector<alloc::WorkerModel> known = {}) {
   alloc::PolicyConfig pc;
@@ -69,6 +86,7 @@ std::unique_ptr<alloc::Policy> make_world_policy(const World& w, const Cluster& 
   pc.workers = w.rank_group.size();
   pc.global_batch = c.global_batch;
   pc.bounds = bounds_of(w.groups);
+  pc.placement = placement_of(w, c);
   if (o.policy == "static" && !o.shares.empty()) {
     for (const std::size_t g : w.rank_group) pc.shares.push_back(w.group_share[g]);
   }
@@ -94,24 +112,6 @@ void apply(const Event& e, World& w) {
   }
 }
 
-// Workers due to finish within this relative margin of the first one finish
-// with it: rounding must not leave a sliver of work for another round.
-constexpr double kFinishTolerance = 1e-12;
-
-// Max-min fair rates (CPUs) of workers with caps `cap` on `cores` CPUs.
-std::vector<double> fair_rates(const std::vector<double>& cap, double cores) {
-  std::vector<std::size_t> order(cap.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cap[a] < cap[b]; });
-  std::vector<double> rate(cap.size());
-  double left = cores;
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    rate[order[k]] = std::min(cap[order[k]], left / static_cast<double>(order.size() - k));
-    left -= rate[order[k]];
-  }
-  return rate;
-}
-
 // One simulated run, phase by phase as the trainer's step: slice -> compute
 // -> reduce -> observe. Owns the world, the policy and the noise.
 class Run {
@@ -125,6 +125,7 @@ class Run {
   void apply_events(std::size_t total);
   std::vector<std::size_t> slice(std::size_t batch) const;
   std::vector<double> compute(const std::vector<std::size_t>& split);
+  std::vector<double> cpu_;  // the last compute's CPU-seconds per rank (its work)
   double reduce();
   void observe(const std::vector<std::size_t>& split, const std::vector<double>& seconds);
   void record(const std::vector<std::size_t>& split, const StepTrace& t);
@@ -194,6 +195,7 @@ std::vector<double> Run::compute(const std::vector<std::size_t>& split) {
     seconds[r] = g.overhead + static_cast<double>(split[r]) / g.speed;
     if (g.noise > 0.0) seconds[r] = std::max(0.0, seconds[r] * (1.0 + g.noise * normal_(rng_)));
   }
+  cpu_ = seconds;
   // On a machine that work is CPU-seconds, done in the time its share of
   // the cores allows.
   for (std::size_t m = 0; m < c_.machines.size(); ++m) {
@@ -204,9 +206,9 @@ std::vector<double> Run::compute(const std::vector<std::size_t>& split) {
       if (g.machine != m) continue;
       ranks.push_back(r);
       work.push_back(seconds[r]);
-      cap.push_back(g.quota > 0.0 ? std::min(g.threads, g.quota) : g.threads);
+      cap.push_back(cpu_cap(g));
     }
-    const std::vector<double> finish = share_cores(work, cap, c_.machines[m].cores);
+    const std::vector<double> finish = alloc::share_cores(work, cap, c_.machines[m].cores);
     for (std::size_t k = 0; k < ranks.size(); ++k) seconds[ranks[k]] = finish[k];
   }
   return seconds;
@@ -225,6 +227,7 @@ void Run::observe(const std::vector<std::size_t>& split, const std::vector<doubl
   obs.local_batch = split;
   for (const double s : seconds) obs.compute_seconds.push_back(as_float(s));
   obs.previous_step_seconds = as_float(previous_step_);
+  for (const double s : cpu_) obs.cpu_seconds.push_back(as_float(s));
   if (o_.on_observe) o_.on_observe(obs);
   policy_->observe(obs);
 }
@@ -273,38 +276,6 @@ SimResult Run::finish() {
 }
 
 }  // namespace
-
-std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
-                                double cores) {
-  HETRAIN_ENFORCE_EQ(work.size(), cap.size());
-  std::vector<double> finish(work.size(), 0.0), left = work;
-  std::vector<std::size_t> active;
-  active.reserve(work.size());
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    if (work[i] > 0.0) active.push_back(i);
-  }
-  double now = 0.0;
-  while (!active.empty()) {
-    std::vector<double> caps(active.size());
-    for (std::size_t k = 0; k < active.size(); ++k) caps[k] = cap[active[k]];
-    const std::vector<double> rate = fair_rates(caps, cores);
-    double dt = std::numeric_limits<double>::infinity();
-    for (std::size_t k = 0; k < active.size(); ++k) dt = std::min(dt, left[active[k]] / rate[k]);
-    now += dt;
-    std::vector<std::size_t> still;
-    for (std::size_t k = 0; k < active.size(); ++k) {
-      const std::size_t i = active[k];
-      if (left[i] / rate[k] <= dt * (1.0 + kFinishTolerance)) {
-        finish[i] = now;
-      } else {
-        left[i] -= rate[k] * dt;
-        still.push_back(i);
-      }
-    }
-    active = std::move(still);
-  }
-  return finish;
-}
 
 SimResult simulate(const Cluster& c, const SimOptions& o) {
   const std::size_t B = c.global_batch;

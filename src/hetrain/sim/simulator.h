@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hetrain/alloc/hosts.h"
 #include "hetrain/alloc/policy.h"
 #include "hetrain/sim/cluster.h"
 
@@ -70,14 +71,8 @@ struct SimResult {
 // wrong count, B smaller than the workers, an event that empties the cluster).
 SimResult simulate(const Cluster& cluster, const SimOptions& options);
 
-// Processor sharing on one machine of `cores` CPUs. Every worker starts its
-// `work` (CPU-seconds) at time 0 and can run at most at `cap` CPUs (its
-// threads, or its cgroup quota). While k workers compute, the cores are
-// shared max-min fairly: each gets min(cap, an equal share of what the
-// capped ones leave). When one finishes the others speed up, so rates are
-// piecewise constant between finishes. Returns each worker's finish time,
-// seconds (0 for no work).
-std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
-                                double cores);
+// Processor sharing on one machine (alloc/hosts.h): the simulator's model of
+// workers sharing cores is the one the adaptive policy plans with.
+using alloc::share_cores;
 
 }  // namespace hetrain::sim

@@ -1,0 +1,290 @@
+#include "hetrain/alloc/hosts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <tuple>
+
+#include "hetrain/common/error.h"
+
+namespace hetrain::alloc {
+namespace {
+
+// Workers due to finish within this relative margin of the first one finish
+// with it: rounding must not leave a sliver of work for another round.
+constexpr double kFinishTolerance = 1e-12;
+// Bisection stops when the window on T is this small relative to T.
+constexpr double kRelativeTolerance = 1e-9;
+constexpr int kMaxBisections = 200;
+// A worker whose share is (numerically) zero still needs a positive weight
+// for the rounding; it then gets 0 or 1 sample.
+constexpr double kTinyShare = 1e-9;
+
+// Max-min fair rates (CPUs) of workers with caps `cap` on `cores` CPUs.
+std::vector<double> fair_rates(const std::vector<double>& cap, double cores) {
+  std::vector<std::size_t> order(cap.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cap[a] < cap[b]; });
+  std::vector<double> rate(cap.size());
+  double left = cores;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    rate[order[k]] = std::min(cap[order[k]], left / static_cast<double>(order.size() - k));
+    left -= rate[order[k]];
+  }
+  return rate;
+}
+
+// Workers of one host whose CPUs and CPU-seconds at their batches differ by
+// less than the larger of kAlikeCost and kAlikeBands standard errors
+// (relative) are one group (host_groups).
+constexpr double kAlikeCost = 0.1;
+constexpr double kAlikeBands = 3.0;
+
+// Workers of one group on one host: filled together (solve_on_hosts).
+struct Unit {
+  std::vector<std::size_t> ranks;
+  HostCost cost;      // the members' mean
+  double cpus = 1.0;  // the members' mean
+};
+
+
+
+// The units of each host (workers of one host and one group), cheapest CPU
+// per sample first; each unit's cost is its members' mean.
+std::vector<std::vector<Unit>> units_by_host(const Placement& p, const std::vector<HostCost>& cost,
+                                             const std::vector<std::size_t>& group) {
+  std::vector<std::vector<Unit>> hosts(p.host_cores.size());
+  for (std::size_t r = 0; r < p.host.size(); ++r) {
+    if (p.host[r] == kNoHost) continue;
+    auto& units = hosts[p.host[r]];
+    auto it = std::find_if(units.begin(), units.end(),
+                           [&](const Unit& u) { return group[u.ranks.front()] == group[r]; });
+    if (it == units.end()) it = units.insert(units.end(), Unit{{}, {}, 0.0});
+    it->ranks.push_back(r);
+  }
+  for (auto& units : hosts) {
+    for (Unit& u : units) {
+      const double m = static_cast<double>(u.ranks.size());
+      for (const std::size_t r : u.ranks) {
+        u.cost.cpu_overhead += cost[r].cpu_overhead / m;
+        u.cost.cpu_per_sample += cost[r].cpu_per_sample / m;
+        u.cost.wait_overhead += cost[r].wait_overhead / m;
+        u.cost.wait_per_sample += cost[r].wait_per_sample / m;
+        u.cpus += p.cpus[r] / m;
+      }
+    }
+    std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) {
+      return a.cost.cpu_per_sample < b.cost.cpu_per_sample;
+    });
+  }
+  return hosts;
+}
+
+// Samples one member of `u` could take by time t on its own, within [lo, hi].
+double own_capacity(const Unit& u, double t, double lo, double hi) {
+  const HostCost& c = u.cost;
+  const double per_sample = c.cpu_per_sample / u.cpus + c.wait_per_sample;
+  const double room = t - c.cpu_overhead / u.cpus - c.wait_overhead;
+  if (!(per_sample > 0.0)) return room > 0.0 ? hi : lo;
+  return std::clamp(room / per_sample, lo, hi);
+}
+
+// Fills one host's units by time t (solve_on_hosts' terms) into `parts`;
+// returns the samples it holds.
+double fill_host(const std::vector<Unit>& units, double cores, double t, double lo, double hi,
+                 std::vector<double>& parts) {
+  double budget = cores * t, held = 0.0;
+  for (const Unit& u : units) budget -= static_cast<double>(u.ranks.size()) * u.cost.cpu(lo);
+  for (const Unit& u : units) {
+    const double m = static_cast<double>(u.ranks.size());
+    const double start = lo > 0.0 ? 0.0 : u.cost.cpu_overhead;  // a worker given its first sample
+    double extra = own_capacity(u, t, lo, hi) - lo;
+    if (u.cost.cpu_per_sample > 0.0) {
+      extra = std::min(extra, std::max(0.0, (budget / m - start) / u.cost.cpu_per_sample));
+    }
+    if (!(extra > 0.0)) extra = 0.0;
+    if (extra > 0.0) budget -= m * (start + extra * u.cost.cpu_per_sample);
+    for (const std::size_t r : u.ranks) parts[r] = lo + extra;
+    held += m * (lo + extra);
+  }
+  return held;
+}
+
+}  // namespace
+
+std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostCost>& cost,
+                                     const std::vector<std::size_t>& batches, double typical_batch) {
+  const std::size_t n = p.host.size();
+  std::vector<std::size_t> group(n), order(n);
+  std::iota(group.begin(), group.end(), std::size_t{0});
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  auto own = [&](std::size_t r) { return batches[r] > 0 ? static_cast<double>(batches[r]) : typical_batch; };
+  auto per_sample = [&](std::size_t r) { return cost[r].cpu(typical_batch) / typical_batch; };
+  auto alike = [&](std::size_t a, std::size_t b) {
+    if (p.host[a] != p.host[b] || std::abs(p.cpus[a] - p.cpus[b]) > kAlikeCost * std::max(p.cpus[a], p.cpus[b]))
+      return false;
+    const double limit = std::max(kAlikeCost, kAlikeBands * std::hypot(cost[a].cpu_error, cost[b].cpu_error));
+    for (const double x : {own(a), own(b)}) {
+      const double ca = cost[a].cpu(x) + cost[a].wait(x), cb = cost[b].cpu(x) + cost[b].wait(x);
+      if (std::abs(ca - cb) > limit * std::max(ca, cb)) return false;
+    }
+    return true;
+  };
+  // Chains of neighbours in cost order, host by host and CPUs by CPUs (a
+  // worker with other CPUs between two alike ones must not cut them apart);
+  // a chain is one group.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::make_tuple(p.host[a], p.cpus[a], per_sample(a)) <
+           std::make_tuple(p.host[b], p.cpus[b], per_sample(b));
+  });
+  for (std::size_t k = 1; k < n; ++k) {
+    const std::size_t a = order[k - 1], b = order[k];
+    if (p.host[b] != kNoHost && alike(a, b)) group[b] = group[a];
+  }
+  // Label each group by its lowest rank, so every worker numbers them alike.
+  std::vector<std::size_t> lowest(n, n);
+  for (std::size_t r = 0; r < n; ++r) lowest[group[r]] = std::min(lowest[group[r]], r);
+  for (std::size_t r = 0; r < n; ++r) group[r] = lowest[group[r]];
+  return group;
+}
+
+bool Placement::shared() const {
+  std::vector<std::size_t> workers(host_cores.size(), 0);
+  for (const std::size_t h : host) {
+    if (h != kNoHost && ++workers[h] >= 2) return true;
+  }
+  return false;
+}
+
+void Placement::check(std::size_t workers) const {
+  if (host.empty() && cpus.empty() && host_cores.empty()) return;  // no placement: all independent
+  if (host.size() != workers || cpus.size() != workers) {
+    throw UsageError(fmt::format("placement describes {} hosts and {} CPU counts for {} workers", host.size(),
+                                 cpus.size(), workers));
+  }
+  for (std::size_t r = 0; r < workers; ++r) {
+    if (host[r] != kNoHost && host[r] >= host_cores.size()) {
+      throw UsageError(fmt::format("worker {} is on host {} of {}", r, host[r], host_cores.size()));
+    }
+    if (!(cpus[r] > 0.0) || !std::isfinite(cpus[r])) {
+      throw UsageError(fmt::format("worker {} can use {} CPUs (must be > 0)", r, cpus[r]));
+    }
+  }
+  for (const double c : host_cores) {
+    if (!(c > 0.0) || !std::isfinite(c)) throw UsageError(fmt::format("a host has {} cores (must be > 0)", c));
+  }
+}
+
+std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
+                                double cores) {
+  HETRAIN_ENFORCE_EQ(work.size(), cap.size());
+  std::vector<double> finish(work.size(), 0.0), left = work;
+  std::vector<std::size_t> active;
+  active.reserve(work.size());
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (work[i] > 0.0) active.push_back(i);
+  }
+  double now = 0.0;
+  while (!active.empty()) {
+    std::vector<double> caps(active.size());
+    for (std::size_t k = 0; k < active.size(); ++k) caps[k] = cap[active[k]];
+    const std::vector<double> rate = fair_rates(caps, cores);
+    double dt = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < active.size(); ++k) dt = std::min(dt, left[active[k]] / rate[k]);
+    now += dt;
+    std::vector<std::size_t> still;
+    for (std::size_t k = 0; k < active.size(); ++k) {
+      const std::size_t i = active[k];
+      if (left[i] / rate[k] <= dt * (1.0 + kFinishTolerance)) {
+        finish[i] = now;
+      } else {
+        left[i] -= rate[k] * dt;
+        still.push_back(i);
+      }
+    }
+    active = std::move(still);
+  }
+  return finish;
+}
+
+std::vector<double> host_finish_times(const Placement& p, const std::vector<WorkerModel>& wall,
+                                      const std::vector<HostCost>& cost, const std::vector<std::size_t>& split) {
+  const std::size_t n = split.size();
+  HETRAIN_ENFORCE_EQ(wall.size(), n);
+  HETRAIN_ENFORCE_EQ(cost.size(), n);
+  std::vector<double> finish(n, 0.0);
+  std::vector<std::vector<std::size_t>> members(p.host_cores.size());
+  for (std::size_t r = 0; r < n; ++r) {
+    if (p.host[r] != kNoHost) {
+      members[p.host[r]].push_back(r);
+    } else if (split[r] > 0) {
+      finish[r] = wall[r].overhead + static_cast<double>(split[r]) / wall[r].speed;
+    }
+  }
+  for (std::size_t h = 0; h < members.size(); ++h) {
+    std::vector<double> work, cap;
+    for (const std::size_t r : members[h]) {
+      work.push_back(cost[r].cpu(static_cast<double>(split[r])));
+      cap.push_back(p.cpus[r]);
+    }
+    const std::vector<double> done = share_cores(work, cap, p.host_cores[h]);
+    for (std::size_t k = 0; k < members[h].size(); ++k) {
+      const std::size_t r = members[h][k];
+      finish[r] = split[r] > 0 ? done[k] + cost[r].wait(static_cast<double>(split[r])) : 0.0;
+    }
+  }
+  return finish;
+}
+
+double host_makespan(const Placement& p, const std::vector<WorkerModel>& wall,
+                     const std::vector<HostCost>& cost, const std::vector<std::size_t>& split) {
+  const std::vector<double> t = host_finish_times(p, wall, cost, split);
+  return t.empty() ? 0.0 : *std::max_element(t.begin(), t.end());
+}
+
+SolvedSplit solve_on_hosts(const Placement& p, const std::vector<WorkerModel>& wall,
+                           const std::vector<HostCost>& cost, const std::vector<std::size_t>& group,
+                           std::size_t total, const Bounds& bounds) {
+  const std::size_t n = wall.size();
+  check_feasible(n, total, bounds);
+  const double lo = static_cast<double>(bounds.min_local);
+  const double hi = bounds.max_local == std::numeric_limits<std::size_t>::max()
+                        ? std::numeric_limits<double>::infinity()
+                        : static_cast<double>(bounds.max_local);
+  const double b = static_cast<double>(total);
+  const std::vector<std::vector<Unit>> hosts = units_by_host(p, cost, group);
+  std::vector<double> parts(n, 0.0);
+  auto held = [&](double t) {
+    double sum = 0.0;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (p.host[r] != kNoHost) continue;
+      parts[r] = std::clamp((t - wall[r].overhead) * wall[r].speed, lo, hi);
+      sum += parts[r];
+    }
+    for (std::size_t h = 0; h < hosts.size(); ++h) sum += fill_host(hosts[h], p.host_cores[h], t, lo, hi, parts);
+    return sum;
+  };
+  // T_hi: the slowest worker alone could do the whole batch.
+  double t_lo = 0.0, t_hi = 0.0;
+  for (std::size_t r = 0; r < n; ++r) {
+    const double alone = p.host[r] == kNoHost
+                             ? wall[r].overhead + b / wall[r].speed
+                             : cost[r].cpu(b) / std::min(p.cpus[r], p.host_cores[p.host[r]]) + cost[r].wait(b);
+    t_hi = std::max(t_hi, alone);
+  }
+  for (int i = 0; i < kMaxBisections && t_hi - t_lo > kRelativeTolerance * t_hi; ++i) {
+    const double mid = 0.5 * (t_lo + t_hi);
+    (held(mid) >= b ? t_hi : t_lo) = mid;
+  }
+  held(t_hi);
+  for (double& x : parts) x = std::max(kTinyShare, x);
+  SolvedSplit out;
+  out.split = split_proportional(parts, total, bounds);
+  out.makespan = host_makespan(p, wall, cost, out.split);
+  return out;
+}
+
+}  // namespace hetrain::alloc
