@@ -26,6 +26,8 @@ constexpr double kShiftNoiseBands = 3.0;
 // The relative scatter of a worker's CPU-seconds per step assumed at least
 // (host_costs): large, so that a handful of samples groups alike workers.
 constexpr double kPriorCpuScatter = 0.3;
+// Samples from which a worker's own scatter is trusted over that prior.
+constexpr std::size_t kOwnScatterSamples = 8;
 // Rejected proposals remembered (the newest), for AdaptiveConfig::retry_distance.
 constexpr std::size_t kRememberedRejections = 8;
 // A step's time arrives with the next step's observation.
@@ -403,9 +405,10 @@ std::vector<HostCost> AdaptivePolicy::host_costs() const {
     costs[i].cpu_per_sample = cpu_[i].seconds_per_sample();
     // A few samples say little of their own scatter: a prior keeps them
     // uncertain (so alike workers stay grouped) until the window fills.
-    const double n = static_cast<double>(cpu_[i].samples());
+    const double n = static_cast<double>(cpu_[i].samples()),
+                 scatter = kMedianErrorPerScatter * cpu_[i].relative_scatter();
     costs[i].cpu_error =
-        std::max(kMedianErrorPerScatter * cpu_[i].relative_scatter(), kPriorCpuScatter) / std::sqrt(n);
+        (cpu_[i].samples() < kOwnScatterSamples ? std::max(scatter, kPriorCpuScatter) : scatter) / std::sqrt(n);
     if (wait_[i].fitted()) {
       costs[i].wait_overhead = wait_[i].overhead();
       costs[i].wait_per_sample = wait_[i].seconds_per_sample();
