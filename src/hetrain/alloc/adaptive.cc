@@ -30,6 +30,8 @@ constexpr double kPriorCpuScatter = 0.3;
 constexpr std::size_t kOwnScatterSamples = 8;
 // Rejected proposals remembered (the newest), for AdaptiveConfig::retry_distance.
 constexpr std::size_t kRememberedRejections = 8;
+// Times of the replaced split a paused trial waits for (at most).
+constexpr std::size_t kBaselineTimes = 8;
 // A step's time arrives with the next step's observation.
 constexpr std::size_t kEvidenceLagSteps = 1;
 
@@ -186,7 +188,8 @@ bool AdaptivePolicy::learn(const Observation& obs) {
   for (std::size_t i = 0; i < cost_.size(); ++i) {
     const auto b = static_cast<double>(obs.local_batch[i]);
     if (cpu) cpu_[i].observe({b, obs.cpu_seconds[i]});
-    if (wait) wait_[i].observe({b, obs.wait_seconds[i]});
+    // Only time actually slept fits the model: a worker that never sleeps has none.
+    if (wait && obs.wait_seconds[i] > 0.0) wait_[i].observe({b, obs.wait_seconds[i]});
     const std::size_t before = cost_[i].changes();
     cost_[i].observe({static_cast<double>(obs.local_batch[i]), obs.compute_seconds[i]});
     changed = changed || cost_[i].changes() != before;
@@ -219,6 +222,8 @@ void AdaptivePolicy::judge(std::size_t step) {
   if (v.faster) {
     plan_extension(v.compute_gain);
     keep();
+  } else if (!v.slower && spent && !t.resumed && m < std::min(n, kBaselineTimes)) {
+    pause();
   } else if (v.slower || spent) {
     revert(step);
   }
@@ -302,7 +307,34 @@ void AdaptivePolicy::revert(std::size_t step) {
   // The incumbent's earlier times stay: nothing says the workers changed.
 }
 
+// Back to the incumbent to measure it, the trial kept aside (no backoff: it
+// did not lose; the first steps of a run are the noisiest, and three times
+// of them cannot judge a trial of twenty).
+void AdaptivePolicy::pause() {
+  paused_ = std::move(trial_);
+  paused_->resumed = true;
+  trial_.reset();
+  split_ = incumbent_;
+  shift_.clear();
+}
+
+// The paused trial again, once the incumbent has as many times as it (or
+// kBaselineTimes), its earlier times kept.
+bool AdaptivePolicy::resume(std::size_t step) {
+  if (!paused_ || incumbent_times_.size() < std::min(paused_->times.size(), kBaselineTimes)) return false;
+  Trial t = std::move(*paused_);
+  paused_.reset();
+  if (t.split == incumbent_) return false;
+  t.first_step = step + 1;
+  t.budget = config_.min_trial_steps;
+  split_ = t.split;
+  trial_ = std::move(t);
+  ++stats_.moves;
+  return true;
+}
+
 void AdaptivePolicy::reset(std::size_t first_step) {
+  paused_.reset();
   extension_.reset();
   rejected_.clear();
   rejections_ = 0;
@@ -354,7 +386,7 @@ Grouping AdaptivePolicy::grouped_models() const {
 }
 
 void AdaptivePolicy::propose(std::size_t step) {
-  if (trial_) return;
+  if (trial_ || resume(step)) return;
   // A trial needs the current split's time to compare with: measured, or
   // that of the step just run, arriving with the next observation.
   const bool pending = last_full_ && last_split_ == incumbent_ && step >= config_.ignored_step_times;

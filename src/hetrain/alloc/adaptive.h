@@ -149,6 +149,8 @@ class AdaptivePolicy final : public Policy {
   void judge(std::size_t step);
   void keep();
   void revert(std::size_t step);
+  void pause();
+  bool resume(std::size_t step);
   void reset(std::size_t first_step);
   void propose(std::size_t step);
   std::optional<double> model_band();
@@ -183,6 +185,9 @@ class AdaptivePolicy final : public Policy {
   StepTimeLog incumbent_times_;
   ShiftRun shift_;
   std::optional<Trial> trial_;
+  // A trial undecided because the split it replaced had too few times to
+  // compare with: those are measured, then the trial goes on with its own.
+  std::optional<Trial> paused_;
   struct Extension {
     std::vector<std::size_t> split;
     double gain = 0.0;  // the kept move's measured gain (share of the step): its trial's budget

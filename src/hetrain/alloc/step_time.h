@@ -116,6 +116,7 @@ struct Trial {
   std::size_t first_step = 0;  // the first step run at it
   std::size_t budget = 0;      // step times after which an undecided trial not looking faster ends
   StepTimeLog times;
+  bool resumed = false;  // paused once already, for want of the replaced split's times
 };
 
 }  // namespace hetrain::alloc
