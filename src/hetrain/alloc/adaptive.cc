@@ -30,6 +30,9 @@ constexpr double kPriorCpuScatter = 0.3;
 constexpr std::size_t kOwnScatterSamples = 8;
 // Rejected proposals remembered (the newest), for AdaptiveConfig::retry_distance.
 constexpr std::size_t kRememberedRejections = 8;
+// A model proposal is credible when its trial showed at least this share of
+// the compute gain it predicted.
+constexpr double kCredibleShare = 0.5;
 // Times of the replaced split a paused trial waits for (at most).
 constexpr std::size_t kBaselineTimes = 8;
 // A step's time arrives with the next step's observation.
@@ -220,8 +223,11 @@ void AdaptivePolicy::judge(std::size_t step) {
   // faster, up to max_trial_steps: a gain the budget underrated can still show.
   const bool spent = n >= config_.max_trial_steps || (n >= t.budget && !(v.compute_gain > 0.0));
   if (v.faster) {
+    if (t.predicted_gain > 0.0) credible_ = v.compute_gain >= kCredibleShare * t.predicted_gain;
     plan_extension(v.compute_gain);
     keep();
+  } else if (t.trusted && !v.slower && n >= t.budget) {
+    keep();  // too small to show, and not slower: the credible model decides
   } else if (!v.slower && spent && !t.resumed && m < std::min(n, kBaselineTimes)) {
     pause();
   } else if (v.slower || spent) {
@@ -288,6 +294,7 @@ void AdaptivePolicy::keep() {
 
 void AdaptivePolicy::revert(std::size_t step) {
   ++stats_.reverts;
+  if (trial_->predicted_gain > 0.0) credible_ = false;
   split_ = incumbent_;
   shift_.clear();
   if (extending_) {
@@ -414,8 +421,14 @@ void AdaptivePolicy::propose(std::size_t step) {
   if (!(best.makespan < (1.0 - *band) * now) || best.split == incumbent_) return;
   if (!cooled_down(best.split, step)) return;
   const double reference = incumbent_times_.empty() ? now : incumbent_times_.median();
-  if (start_trial(std::move(best.split), trial_budget((now - best.makespan) / reference, baseline), step)) {
+  const double gain = (now - best.makespan) / reference;
+  std::size_t budget = trial_budget(gain, baseline);
+  // A credible model's small gain: tried long enough to see a loss.
+  const bool trusted = credible_ && budget == 0 && gain > config_.min_step_gain;
+  if (trusted) budget = config_.trusted_trial_steps;
+  if (start_trial(std::move(best.split), budget, step, gain)) {
     extending_ = false;
+    trial_->trusted = trusted;
   }
 }
 
@@ -471,10 +484,12 @@ SolvedSplit AdaptivePolicy::best_split_for(const Grouping& groups, double& now) 
   return on_hosts.makespan < best.makespan ? on_hosts : best;
 }
 
-bool AdaptivePolicy::start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step) {
+bool AdaptivePolicy::start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step,
+                                 double predicted_gain) {
   if (budget == 0 || split == incumbent_) return false;
   split_ = split;
   trial_ = Trial{std::move(split), step + 1, budget, StepTimeLog(config_.step_window)};
+  trial_->predicted_gain = predicted_gain;
   ++stats_.moves;
   return true;
 }

@@ -74,6 +74,9 @@ struct AdaptiveConfig {
   // whole step (adaptive.cc, compare()).
   double keep_bands = 2.5;
   double min_step_gain = 0.01;
+  // Steps a trusted trial (a credible model's gain too small to show) runs
+  // before it is kept, unless it shows itself slower first.
+  std::size_t trusted_trial_steps = 8;
   // A trial starts only if it can resolve `detect_share` of the predicted gain
   // within max_trial_steps, given the compute's measured noise.
   double detect_share = 1.0;
@@ -159,7 +162,8 @@ class AdaptivePolicy final : public Policy {
   bool hosts_known() const;
   std::vector<HostCost> host_costs() const;
   void plan_extension(double measured_gain);
-  bool start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step);
+  bool start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step,
+                   double predicted_gain = 0.0);
   bool cooled_down(const std::vector<std::size_t>& proposal, std::size_t step) const;
   std::size_t trial_budget(double predicted_gain, std::size_t baseline_times) const;
   struct Verdict {
@@ -194,6 +198,10 @@ class AdaptivePolicy final : public Policy {
   };
   std::optional<Extension> extension_;  // after a kept move: the same move once more
   bool extending_ = false;              // the running trial is an extension (its revert costs no backoff)
+  // Whether the last of the model's proposals judged by the step time showed
+  // at least kCredibleShare of its predicted gain (then small gains are
+  // tried on the model's word, and kept unless slower).
+  bool credible_ = false;
   std::vector<std::vector<std::size_t>> rejected_;  // since the last real change, newest last
   std::size_t rejections_ = 0;                      // since the last real change
   std::size_t next_trial_step_ = 0;                 // after a revert: the backoff's end (no clearer proposal)

@@ -127,7 +127,11 @@ std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostC
     if (p.host[a] != p.host[b] || std::abs(p.cpus[a] - p.cpus[b]) > kAlikeCost * std::max(p.cpus[a], p.cpus[b]))
       return false;
     const double limit = std::max(kAlikeCost, kAlikeBands * std::hypot(cost[a].cpu_error, cost[b].cpu_error));
+    // At the batches they run; an idle worker's model is compared at its
+    // neighbour's batch only (far from its own samples it extrapolates).
+    const bool idle_a = batches[a] == 0, idle_b = batches[b] == 0;
     for (const double x : {own(a), own(b)}) {
+      if ((idle_a && !idle_b && x == own(a)) || (idle_b && !idle_a && x == own(b))) continue;
       const double ca = cost[a].cpu(x) + cost[a].wait(x), cb = cost[b].cpu(x) + cost[b].wait(x);
       if (std::abs(ca - cb) > limit * std::max(ca, cb)) return false;
     }

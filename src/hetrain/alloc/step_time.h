@@ -117,6 +117,10 @@ struct Trial {
   std::size_t budget = 0;      // step times after which an undecided trial not looking faster ends
   StepTimeLog times;
   bool resumed = false;  // paused once already, for want of the replaced split's times
+  // Proposed by a model whose earlier predictions the step time confirmed:
+  // kept unless it is slower, even when its gain is too small to show.
+  bool trusted = false;
+  double predicted_gain = 0.0;  // the model's, a share of the step (0: not the model's)
 };
 
 }  // namespace hetrain::alloc
