@@ -79,6 +79,17 @@ TEST(HostGroups, AlikeWorkersOnOneHostAreOneGroupAndOthersAreNot) {
   EXPECT_EQ(host_groups(p, cost, {10, 10, 10, 10}, 10.0), (std::vector<std::size_t>{0, 0, 0, 3}));
 }
 
+TEST(HostGroups, AGroupHoldsWhileItsMembersStayWithinOneAndAHalfTolerances) {
+  const Placement p = one_host(2, 2.0);
+  std::vector<HostCost> cost{cpu_only(kMs), cpu_only(1.12 * kMs)};  // 12% apart: over the 10% tolerance
+  for (auto& c : cost) c.cpu_error = 0.001;
+  EXPECT_EQ(host_groups(p, cost, {10, 10}, 10.0), (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(host_groups(p, cost, {10, 10}, 10.0, {0, 0}), (std::vector<std::size_t>{0, 0}));
+  cost[1] = cpu_only(1.2 * kMs);  // 20% apart: the group breaks
+  cost[1].cpu_error = 0.001;
+  EXPECT_EQ(host_groups(p, cost, {10, 10}, 10.0, {0, 0}), (std::vector<std::size_t>{0, 1}));
+}
+
 TEST(Placement, InconsistentPlacementsAreUsageErrors) {
   Placement p = one_host(2, 1.0);
   EXPECT_NO_THROW(p.check(2));

@@ -381,7 +381,7 @@ Grouping AdaptivePolicy::grouped_models() const {
   // On shared hosts, groups by CPU cost (hosts.h: wall-clock times there say
   // more about the neighbours); the other workers keep their groups among
   // themselves, each labelled by its lowest such rank.
-  std::vector<std::size_t> label = host_groups(placement_, host_costs(), incumbent_, typical_batch);
+  std::vector<std::size_t> label = host_groups(placement_, host_costs(), incumbent_, typical_batch, groups_);
   std::vector<std::size_t> lowest(cost_.size(), cost_.size());
   for (std::size_t r = 0; r < cost_.size(); ++r) {
     if (placement_.host[r] == kNoHost) lowest[g.group[r]] = std::min(lowest[g.group[r]], r);

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "hetrain/alloc/groups.h"
 #include "hetrain/common/error.h"
 
 namespace hetrain::alloc {
@@ -42,6 +43,9 @@ std::vector<double> fair_rates(const std::vector<double>& cap, double cores) {
 // (relative) are one group (host_groups).
 constexpr double kAlikeCost = 0.1;
 constexpr double kAlikeBands = 3.0;
+// A group formed earlier holds while its members stay within this many times
+// the tolerance (host_groups' hysteresis).
+constexpr double kHoldSpan = 1.5;
 
 // Workers of one group on one host: filled together (solve_on_hosts).
 struct Unit {
@@ -116,17 +120,21 @@ double fill_host(const std::vector<Unit>& units, double cores, double t, double 
 }  // namespace
 
 std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostCost>& cost,
-                                     const std::vector<std::size_t>& batches, double typical_batch) {
+                                     const std::vector<std::size_t>& batches, double typical_batch,
+                                     const std::vector<std::size_t>& previous) {
   const std::size_t n = p.host.size();
-  std::vector<std::size_t> group(n), order(n);
-  std::iota(group.begin(), group.end(), std::size_t{0});
+  std::vector<std::size_t> parent(n), order(n);
+  std::iota(parent.begin(), parent.end(), std::size_t{0});
   std::iota(order.begin(), order.end(), std::size_t{0});
   auto own = [&](std::size_t r) { return batches[r] > 0 ? static_cast<double>(batches[r]) : typical_batch; };
   auto per_sample = [&](std::size_t r) { return cost[r].cpu(typical_batch) / typical_batch; };
-  auto alike = [&](std::size_t a, std::size_t b) {
-    if (p.host[a] != p.host[b] || std::abs(p.cpus[a] - p.cpus[b]) > kAlikeCost * std::max(p.cpus[a], p.cpus[b]))
+  auto alike = [&](std::size_t a, std::size_t b, double span) {
+    if (p.host[a] == kNoHost || p.host[a] != p.host[b] ||
+        std::abs(p.cpus[a] - p.cpus[b]) > kAlikeCost * std::max(p.cpus[a], p.cpus[b])) {
       return false;
-    const double limit = std::max(kAlikeCost, kAlikeBands * std::hypot(cost[a].cpu_error, cost[b].cpu_error));
+    }
+    const double limit =
+        span * std::max(kAlikeCost, kAlikeBands * std::hypot(cost[a].cpu_error, cost[b].cpu_error));
     // At the batches they run; an idle worker's model is compared at its
     // neighbour's batch only (far from its own samples it extrapolates).
     const bool idle_a = batches[a] == 0, idle_b = batches[b] == 0;
@@ -138,20 +146,26 @@ std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostC
     return true;
   };
   // Chains of neighbours in cost order, host by host and CPUs by CPUs (a
-  // worker with other CPUs between two alike ones must not cut them apart);
-  // a chain is one group.
+  // worker with other CPUs between two alike ones must not cut them apart).
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return std::make_tuple(p.host[a], p.cpus[a], per_sample(a)) <
            std::make_tuple(p.host[b], p.cpus[b], per_sample(b));
   });
   for (std::size_t k = 1; k < n; ++k) {
-    const std::size_t a = order[k - 1], b = order[k];
-    if (p.host[b] != kNoHost && alike(a, b)) group[b] = group[a];
+    if (alike(order[k - 1], order[k], 1.0)) detail::join(parent, order[k - 1], order[k]);
   }
-  // Label each group by its lowest rank, so every worker numbers them alike.
-  std::vector<std::size_t> lowest(n, n);
-  for (std::size_t r = 0; r < n; ++r) lowest[group[r]] = std::min(lowest[group[r]], r);
-  for (std::size_t r = 0; r < n; ++r) group[r] = lowest[group[r]];
+  // Hysteresis: members of a previous group stay joined while they remain
+  // alike within kHoldSpan tolerances, so noise near the tolerance cannot
+  // split identical workers (and leave one idle on a stale model).
+  if (previous.size() == n) {
+    for (std::size_t a = 0; a < n; ++a) {
+      for (std::size_t b = a + 1; b < n; ++b) {
+        if (previous[a] == previous[b] && alike(a, b, kHoldSpan)) detail::join(parent, a, b);
+      }
+    }
+  }
+  std::vector<std::size_t> group(n);
+  for (std::size_t r = 0; r < n; ++r) group[r] = detail::root(parent, r);  // the lowest rank of each set
   return group;
 }
 

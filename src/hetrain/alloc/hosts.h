@@ -50,8 +50,11 @@ double host_makespan(const Placement& p, const std::vector<WorkerModel>& wall,
 // saturated host makes all its workers look alike. By rank: the group's
 // lowest rank (a worker off any host is its own group). The fill below is a
 // knife edge, so noise must not split identical workers into two groups.
+// `previous`: the groups of the last call, by rank (empty: none); members of
+// one stay together while they are alike within 1.5 times the tolerance.
 std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostCost>& cost,
-                                     const std::vector<std::size_t>& batches, double typical_batch);
+                                     const std::vector<std::size_t>& batches, double typical_batch,
+                                     const std::vector<std::size_t>& previous = {});
 
 // Terms: T is the common finish time. A worker off any host can take
 // b_i(T) from its wall model, as in solve_split. A worker on host h alone
