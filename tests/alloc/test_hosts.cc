@@ -74,9 +74,13 @@ TEST(HostGroups, AlikeWorkersOnOneHostAreOneGroupAndOthersAreNot) {
   std::vector<HostCost> cost{cpu_only(kMs), cpu_only(1.02 * kMs), cpu_only(2 * kMs), cpu_only(kMs)};
   for (auto& c : cost) c.cpu_error = 0.001;
   EXPECT_EQ(host_groups(p, cost, {10, 10, 10, 10}, 10.0), (std::vector<std::size_t>{0, 0, 2, 3}));
-  // Uncertain costs keep workers together until they are known.
+  // Uncertain costs keep workers 25% apart together until they are known,
+  // but never workers twice as costly.
+  cost[1] = cpu_only(1.25 * kMs);
   for (auto& c : cost) c.cpu_error = 0.5;
-  EXPECT_EQ(host_groups(p, cost, {10, 10, 10, 10}, 10.0), (std::vector<std::size_t>{0, 0, 0, 3}));
+  EXPECT_EQ(host_groups(p, cost, {10, 10, 10, 10}, 10.0), (std::vector<std::size_t>{0, 0, 2, 3}));
+  for (auto& c : cost) c.cpu_error = 0.001;
+  EXPECT_EQ(host_groups(p, cost, {10, 10, 10, 10}, 10.0), (std::vector<std::size_t>{0, 1, 2, 3}));
 }
 
 TEST(HostGroups, AGroupHoldsWhileItsMembersStayWithinOneAndAHalfTolerances) {

@@ -43,6 +43,9 @@ std::vector<double> fair_rates(const std::vector<double>& cap, double cores) {
 // (relative) are one group (host_groups).
 constexpr double kAlikeCost = 0.1;
 constexpr double kAlikeBands = 3.0;
+// However uncertain their costs, workers further apart than this are not
+// alike: a worker four times slower must not wait for samples to be told apart.
+constexpr double kMaxAlikeCost = 0.3;
 // A group formed earlier holds while its members stay within this many times
 // the tolerance (host_groups' hysteresis).
 constexpr double kHoldSpan = 1.5;
@@ -133,8 +136,8 @@ std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostC
         std::abs(p.cpus[a] - p.cpus[b]) > kAlikeCost * std::max(p.cpus[a], p.cpus[b])) {
       return false;
     }
-    const double limit =
-        span * std::max(kAlikeCost, kAlikeBands * std::hypot(cost[a].cpu_error, cost[b].cpu_error));
+    const double limit = span * std::clamp(kAlikeBands * std::hypot(cost[a].cpu_error, cost[b].cpu_error),
+                                           kAlikeCost, kMaxAlikeCost);
     // At the batches they run; an idle worker's model is compared at its
     // neighbour's batch only (far from its own samples it extrapolates).
     const bool idle_a = batches[a] == 0, idle_b = batches[b] == 0;
