@@ -115,7 +115,8 @@ TEST(AdaptiveOnHosts, ASaturatedHostMovesSamplesToTheCheaperWorker) {
   double previous = 0.0;
   for (int step = 0; step < 60; ++step) {
     const std::vector<std::size_t> split = policy.split();
-    const std::vector<double> work{kMs * static_cast<double>(split[0]), 2 * kMs * static_cast<double>(split[1])};
+    const std::vector<double> work{kMs * static_cast<double>(split[0]),
+                                   2 * kMs * static_cast<double>(split[1])};
     Observation obs;
     obs.local_batch = split;
     obs.compute_seconds = share_cores(work, {1.0, 1.0}, 1.0);

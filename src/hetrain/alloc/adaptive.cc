@@ -54,7 +54,8 @@ double moved_share(const std::vector<std::size_t>& a, const std::vector<std::siz
 }  // namespace
 
 AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds,
-                               AdaptiveConfig config, const std::vector<WorkerModel>& known, Placement placement)
+                               AdaptiveConfig config, const std::vector<WorkerModel>& known,
+                               Placement placement)
     : global_batch_(global_batch),
       bounds_(bounds),
       config_(config),
@@ -374,9 +375,9 @@ Grouping AdaptivePolicy::grouped_models() const {
     errors.push_back(n > 0.0 ? kMedianErrorPerScatter * c.relative_scatter() / std::sqrt(n) : 0.0);
   }
   const double typical_batch = static_cast<double>(global_batch_) / static_cast<double>(cost_.size());
-  Grouping g = pool_alike(models(), errors,
-                          Likeness{incumbent_, typical_batch, config_.group_tolerance, config_.group_bands},
-                          groups_);
+  Grouping g =
+      pool_alike(models(), errors,
+                 Likeness{incumbent_, typical_batch, config_.group_tolerance, config_.group_bands}, groups_);
   if (!hosts_known()) return g;
   // On shared hosts, groups by CPU cost (hosts.h: wall-clock times there say
   // more about the neighbours); the other workers keep their groups among
@@ -453,7 +454,8 @@ std::vector<HostCost> AdaptivePolicy::host_costs() const {
     const double n = static_cast<double>(cpu_[i].samples()),
                  scatter = kMedianErrorPerScatter * cpu_[i].relative_scatter();
     costs[i].cpu_error =
-        (cpu_[i].samples() < kOwnScatterSamples ? std::max(scatter, kPriorCpuScatter) : scatter) / std::sqrt(n);
+        (cpu_[i].samples() < kOwnScatterSamples ? std::max(scatter, kPriorCpuScatter) : scatter) /
+        std::sqrt(n);
     if (wait_[i].fitted()) {
       costs[i].wait_overhead = wait_[i].overhead();
       costs[i].wait_per_sample = wait_[i].seconds_per_sample();

@@ -183,7 +183,7 @@ class AdaptivePolicy final : public Policy {
   AdaptiveConfig config_;
   std::vector<CostModel> cost_;
   Placement placement_;
-  std::vector<CostModel> cpu_, wait_;  // CPU-seconds and seconds off the CPU, of each worker's compute
+  std::vector<CostModel> cpu_, wait_;   // CPU-seconds and seconds off the CPU, of each worker's compute
   std::vector<std::size_t> split_;      // the next step's: the trial's, else the incumbent
   std::vector<std::size_t> incumbent_;  // the best measured split since the last real change
   StepTimeLog incumbent_times_;

@@ -149,7 +149,8 @@ inline Grouping pool_labelled(const std::vector<WorkerModel>& ms, const std::vec
   Grouping out{ms, std::vector<std::size_t>(n, 0)};
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return group[a] < group[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return group[a] < group[b]; });
   for (std::size_t begin = 0; begin < n;) {  // each run of one label, its ranks ascending
     std::size_t end = begin + 1;
     while (end < n && group[order[end]] == group[order[begin]]) ++end;

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "hetrain/alloc/bisection.h"
 #include "hetrain/alloc/groups.h"
 #include "hetrain/common/error.h"
 
@@ -17,12 +18,6 @@ namespace {
 // Workers due to finish within this relative margin of the first one finish
 // with it: rounding must not leave a sliver of work for another round.
 constexpr double kFinishTolerance = 1e-12;
-// Bisection stops when the window on T is this small relative to T.
-constexpr double kRelativeTolerance = 1e-9;
-constexpr int kMaxBisections = 200;
-// A worker whose share is (numerically) zero still needs a positive weight
-// for the rounding; it then gets 0 or 1 sample.
-constexpr double kTinyShare = 1e-9;
 
 // Max-min fair rates (CPUs) of workers with caps `cap` on `cores` CPUs.
 std::vector<double> fair_rates(const std::vector<double>& cap, double cores) {
@@ -56,8 +51,6 @@ struct Unit {
   HostCost cost;      // the members' mean
   double cpus = 1.0;  // the members' mean
 };
-
-
 
 // The units of each host (workers of one host and one group), cheapest CPU
 // per sample first; each unit's cost is its members' mean.
@@ -195,7 +188,8 @@ void Placement::check(std::size_t workers) const {
     }
   }
   for (const double c : host_cores) {
-    if (!(c > 0.0) || !std::isfinite(c)) throw UsageError(fmt::format("a host has {} cores (must be > 0)", c));
+    if (!(c > 0.0) || !std::isfinite(c))
+      throw UsageError(fmt::format("a host has {} cores (must be > 0)", c));
   }
 }
 
@@ -232,7 +226,8 @@ std::vector<double> share_cores(const std::vector<double>& work, const std::vect
 }
 
 std::vector<double> host_finish_times(const Placement& p, const std::vector<WorkerModel>& wall,
-                                      const std::vector<HostCost>& cost, const std::vector<std::size_t>& split) {
+                                      const std::vector<HostCost>& cost,
+                                      const std::vector<std::size_t>& split) {
   const std::size_t n = split.size();
   HETRAIN_ENFORCE_EQ(wall.size(), n);
   HETRAIN_ENFORCE_EQ(cost.size(), n);
@@ -271,10 +266,7 @@ SolvedSplit solve_on_hosts(const Placement& p, const std::vector<WorkerModel>& w
                            std::size_t total, const Bounds& bounds) {
   const std::size_t n = wall.size();
   check_feasible(n, total, bounds);
-  const double lo = static_cast<double>(bounds.min_local);
-  const double hi = bounds.max_local == std::numeric_limits<std::size_t>::max()
-                        ? std::numeric_limits<double>::infinity()
-                        : static_cast<double>(bounds.max_local);
+  const auto [lo, hi] = detail::real_bounds(bounds);
   const double b = static_cast<double>(total);
   const std::vector<std::vector<Unit>> hosts = units_by_host(p, cost, group);
   std::vector<double> parts(n, 0.0);
@@ -285,23 +277,21 @@ SolvedSplit solve_on_hosts(const Placement& p, const std::vector<WorkerModel>& w
       parts[r] = std::clamp((t - wall[r].overhead) * wall[r].speed, lo, hi);
       sum += parts[r];
     }
-    for (std::size_t h = 0; h < hosts.size(); ++h) sum += fill_host(hosts[h], p.host_cores[h], t, lo, hi, parts);
+    for (std::size_t h = 0; h < hosts.size(); ++h)
+      sum += fill_host(hosts[h], p.host_cores[h], t, lo, hi, parts);
     return sum;
   };
   // T_hi: the slowest worker alone could do the whole batch.
-  double t_lo = 0.0, t_hi = 0.0;
+  double t_hi = 0.0;
   for (std::size_t r = 0; r < n; ++r) {
-    const double alone = p.host[r] == kNoHost
-                             ? wall[r].overhead + b / wall[r].speed
-                             : cost[r].cpu(b) / std::min(p.cpus[r], p.host_cores[p.host[r]]) + cost[r].wait(b);
+    const double alone =
+        p.host[r] == kNoHost
+            ? wall[r].overhead + b / wall[r].speed
+            : cost[r].cpu(b) / std::min(p.cpus[r], p.host_cores[p.host[r]]) + cost[r].wait(b);
     t_hi = std::max(t_hi, alone);
   }
-  for (int i = 0; i < kMaxBisections && t_hi - t_lo > kRelativeTolerance * t_hi; ++i) {
-    const double mid = 0.5 * (t_lo + t_hi);
-    (held(mid) >= b ? t_hi : t_lo) = mid;
-  }
-  held(t_hi);
-  for (double& x : parts) x = std::max(kTinyShare, x);
+  held(detail::smallest_time(held, b, t_hi));
+  for (double& x : parts) x = std::max(detail::kTinyShare, x);
   SolvedSplit out;
   out.split = split_proportional(parts, total, bounds);
   out.makespan = host_makespan(p, wall, cost, out.split);

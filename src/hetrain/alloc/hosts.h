@@ -17,9 +17,9 @@ namespace hetrain::alloc {
 // wait(b) = wait_overhead + b wait_per_sample (a device's kernels, an
 // emulated delay), which no neighbour slows.
 struct HostCost {
-  double cpu_overhead = 0.0;    // CPU-seconds per step
-  double cpu_per_sample = 0.0;  // CPU-seconds per sample
-  double wait_overhead = 0.0;   // seconds per step
+  double cpu_overhead = 0.0;     // CPU-seconds per step
+  double cpu_per_sample = 0.0;   // CPU-seconds per sample
+  double wait_overhead = 0.0;    // seconds per step
   double wait_per_sample = 0.0;  // seconds per sample
   double cpu_error = 0.0;        // relative standard error of cpu_per_sample (how well it is known)
   double cpu(double b) const { return b > 0.0 ? cpu_overhead + b * cpu_per_sample : 0.0; }
@@ -39,7 +39,8 @@ std::vector<double> share_cores(const std::vector<double>& work, const std::vect
 // by its wall model; the workers of a host by processor sharing of their CPU
 // work, capped at their CPUs, plus their time off the CPU.
 std::vector<double> host_finish_times(const Placement& p, const std::vector<WorkerModel>& wall,
-                                      const std::vector<HostCost>& cost, const std::vector<std::size_t>& split);
+                                      const std::vector<HostCost>& cost,
+                                      const std::vector<std::size_t>& split);
 double host_makespan(const Placement& p, const std::vector<WorkerModel>& wall,
                      const std::vector<HostCost>& cost, const std::vector<std::size_t>& split);
 

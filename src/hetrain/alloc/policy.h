@@ -61,14 +61,14 @@ struct Placement {
 inline constexpr std::size_t kDefaultProfileSteps = 20;
 
 struct PolicyConfig {
-  std::string name = "equal";      // equal | static | adaptive
-  std::vector<double> shares;      // static: relative shares, one per worker; empty = profile
+  std::string name = "equal";  // equal | static | adaptive
+  std::vector<double> shares;  // static: relative shares, one per worker; empty = profile
   std::size_t profile_steps = kDefaultProfileSteps;  // static without shares: steps measured before freezing
   std::size_t workers = 1;
   std::size_t global_batch = 1;
   Bounds bounds;
   std::vector<WorkerModel> known;  // adaptive: models saved by an earlier run, by rank (resume)
-  Placement placement;  // adaptive: which workers share a host's cores (empty: none do)
+  Placement placement;             // adaptive: which workers share a host's cores (empty: none do)
 };
 
 class Policy {

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "hetrain/alloc/adaptive.h"
+#include "hetrain/alloc/bisection.h"
 #include "hetrain/common/error.h"
 
 // The water-filling split of adaptive.h: plain arithmetic on the models,
@@ -12,12 +13,6 @@
 namespace hetrain::alloc {
 namespace {
 
-// Bisection stops when the window on T is this small relative to T.
-constexpr double kRelativeTolerance = 1e-9;
-constexpr int kMaxBisections = 200;
-// A worker whose share is (numerically) zero still needs a positive weight
-// for the rounding; it then gets 0 or 1 sample.
-constexpr double kTinyShare = 1e-9;
 double capacity(const WorkerModel& m, double t, double lo, double hi) {
   return std::clamp((t - m.overhead) * m.speed, lo, hi);
 }
@@ -72,26 +67,20 @@ double predicted_makespan(const std::vector<WorkerModel>& models, const std::vec
 SolvedSplit solve_split(const std::vector<WorkerModel>& models, std::size_t total, const Bounds& bounds) {
   const std::size_t n = models.size();
   check_feasible(n, total, bounds);
-  const double lo = static_cast<double>(bounds.min_local);
-  const double hi = bounds.max_local == std::numeric_limits<std::size_t>::max()
-                        ? std::numeric_limits<double>::infinity()
-                        : static_cast<double>(bounds.max_local);
+  const auto [lo, hi] = detail::real_bounds(bounds);
   const double b = static_cast<double>(total);
   auto held = [&](double t) {
     double sum = 0.0;
     for (const auto& m : models) sum += capacity(m, t, lo, hi);
     return sum;
   };
-  // T_lo holds nothing beyond the minimums; T_hi: the slowest worker alone
-  // could do the whole batch.
-  double t_lo = 0.0, t_hi = 0.0;
+  // T_hi: the slowest worker alone could do the whole batch.
+  double t_hi = 0.0;
   for (const auto& m : models) t_hi = std::max(t_hi, m.overhead + b / m.speed);
-  for (int i = 0; i < kMaxBisections && t_hi - t_lo > kRelativeTolerance * t_hi; ++i) {
-    const double mid = 0.5 * (t_lo + t_hi);
-    (held(mid) >= b ? t_hi : t_lo) = mid;
-  }
+  t_hi = detail::smallest_time(held, b, t_hi);
   std::vector<double> parts(n);
-  for (std::size_t i = 0; i < n; ++i) parts[i] = std::max(kTinyShare, capacity(models[i], t_hi, lo, hi));
+  for (std::size_t i = 0; i < n; ++i)
+    parts[i] = std::max(detail::kTinyShare, capacity(models[i], t_hi, lo, hi));
   SolvedSplit out;
   out.split = split_proportional(parts, total, bounds);
   settle_rounding(models, bounds, out.split);

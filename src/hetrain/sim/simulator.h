@@ -21,9 +21,9 @@ struct SimOptions {
   // that joins later takes its group's first share); empty = profile first.
   std::vector<double> shares;
   std::size_t profile_steps = alloc::kDefaultProfileSteps;  // static without shares
-  std::size_t steps = 0;           // stop after this many steps (0: no limit, needs epochs)
-  std::size_t epochs = 0;          // 0: `steps` full global batches; else needs dataset_samples
-  bool record_splits = false;      // keep every step's per-worker split (workers x steps numbers)
+  std::size_t steps = 0;       // stop after this many steps (0: no limit, needs epochs)
+  std::size_t epochs = 0;      // 0: `steps` full global batches; else needs dataset_samples
+  bool record_splits = false;  // keep every step's per-worker split (workers x steps numbers)
   // Called with every observation the policy gets (tests, tracing).
   std::function<void(const alloc::Observation&)> on_observe;
 };
