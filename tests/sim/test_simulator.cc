@@ -272,6 +272,47 @@ TEST(Simulator, WorkersOnAMachineShareItsCores) {
   EXPECT_LT(s.total_seconds, r.total_seconds);
 }
 
+TEST(Simulator, ThePolicySeesEachWorkersCpuSecondsOnAMachine) {
+  const Cluster c = parse_cluster(kBox, "box.toml");
+  std::vector<alloc::Observation> seen;
+  SimOptions o = options("equal", 2);
+  o.on_observe = [&](const alloc::Observation& obs) { seen.push_back(obs); };
+  simulate(c, o);
+  ASSERT_EQ(seen.size(), 2u);
+  // 16 samples at 100 per CPU-second: 0.16 CPU-s each, however long the
+  // worker waited for a core (the held one took 0.64 s of wall time).
+  ASSERT_EQ(seen[0].cpu_seconds.size(), 4u);
+  for (const double cpu : seen[0].cpu_seconds) EXPECT_NEAR(cpu, 0.16, 1e-6);
+  EXPECT_NEAR(seen[0].compute_seconds[3], 0.64, 1e-6);
+}
+
+TEST(Simulator, AdaptiveOnASaturatedMachineBeatsTheSplitByStandaloneSpeeds) {
+  // One core, two workers: one needs 1 ms of CPU per sample, the other 2 ms
+  // (both standalone-capable of a whole core). Static in proportion to the
+  // standalone speeds gives the costly one a third; planning the core as a
+  // budget gives the batch to the cheap one.
+  const Cluster c = parse_cluster(R"(
+global_batch = 90
+gradient_bytes = 4
+[[machine]]
+name = "one"
+cores = 1
+[[group]]
+name = "cheap"
+speed = 1000
+machine = "one"
+[[group]]
+name = "costly"
+speed = 500
+machine = "one"
+)",
+                                  "saturated.toml");
+  const SimResult fixed = simulate(c, options("static", 60, {1000, 500}));
+  const SimResult adaptive = simulate(c, options("adaptive", 60));
+  EXPECT_LT(adaptive.total_seconds, 0.9 * fixed.total_seconds);
+  EXPECT_GT(adaptive.group_samples.back()[0], 80u);
+}
+
 TEST(Simulator, ALargeGradientOnASlowLinkMakesTheAllreduceDominate) {
   Cluster c = parse_cluster(kThree, "three.toml");
   c.gradient_bytes = 300'000;  // 100 kB chunks on 1 MB/s links: 4 x 0.101 s
