@@ -33,6 +33,9 @@ constexpr std::size_t kRememberedRejections = 8;
 // A model proposal is credible when its trial showed at least this share of
 // the compute gain it predicted.
 constexpr double kCredibleShare = 0.5;
+// How much faster (relative) the host plan must predict a step than the
+// independent-device plan, priced alike, to be proposed instead.
+constexpr double kHostPlanGain = 0.1;
 // Times of the replaced split a paused trial waits for (at most).
 constexpr std::size_t kBaselineTimes = 8;
 // A step's time arrives with the next step's observation.
@@ -483,7 +486,10 @@ SolvedSplit AdaptivePolicy::best_split_for(const Grouping& groups, double& now) 
   SolvedSplit on_hosts = solve_on_hosts(placement_, ms, costs, groups.group, global_batch_, bounds_);
   best.makespan = host_makespan(placement_, ms, costs, best.split);
   now = host_makespan(placement_, ms, costs, incumbent_);
-  return on_hosts.makespan < best.makespan ? on_hosts : best;
+  // The host plan only where it clearly wins: its fill is a knife edge that
+  // concentrates the batch on the cheapest workers, and CPU-seconds measured
+  // on a busy host differ by noise between identical workers.
+  return on_hosts.makespan < (1.0 - kHostPlanGain) * best.makespan ? on_hosts : best;
 }
 
 bool AdaptivePolicy::start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step,
