@@ -10,11 +10,12 @@ scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETRAIN_BUILD_TESTS=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target hetrain
 mkdir -p runs
-./build/hetrain run -n 4 --model cnn -b 256 --epochs 1 --speeds 1,1,1,0.25 --policy equal \
+# --eval-every: test accuracy every 50 steps too, for the report's curves against wall-clock time.
+./build/hetrain run -n 4 --model cnn -b 256 --epochs 1 --speeds 1,1,1,0.25 --policy equal --eval-every 50 \
   --metrics runs/demo-equal.json --trace runs/demo-equal.trace.json "$@"
 ./build/hetrain run -n 4 --model cnn -b 256 --epochs 1 --speeds 1,1,1,0.25 --policy static --shares 4,4,4,1 \
-  --metrics runs/demo-static.json --trace runs/demo-static.trace.json "$@"
-./build/hetrain run -n 4 --model cnn -b 256 --epochs 1 --speeds 1,1,1,0.25 --policy adaptive \
+  --eval-every 50 --metrics runs/demo-static.json --trace runs/demo-static.trace.json "$@"
+./build/hetrain run -n 4 --model cnn -b 256 --epochs 1 --speeds 1,1,1,0.25 --policy adaptive --eval-every 50 \
   --metrics runs/demo-adaptive.json --trace runs/demo-adaptive.trace.json "$@"
 python3 - <<'PY'
 import json

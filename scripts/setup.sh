@@ -4,8 +4,10 @@
 #   --peer  also installs python3-torch for the benchmarks
 #   --test  also installs what only the tests need: Chromium (the headless render test of `hetrain report`),
 #           python3-torch (a TorchScript model exported from Python, trained with --model file.pt),
-#           iproute2 (network namespaces), clang with libFuzzer (scripts/fuzz.sh) and clang-tidy with
-#           libc++ (scripts/lint.sh; .clang-tidy says why libc++)
+#           python3-numpy (the .npy test files and examples/npy_regression.py),
+#           iproute2 (network namespaces), clang with libFuzzer (scripts/fuzz.sh), clang-tidy with
+#           libc++ (scripts/lint.sh; .clang-tidy says why libc++), and the real launchers the tests run:
+#           Open MPI's mpirun, Slurm with munge (a one-node cluster, tests/cli/launchers_test.py)
 set -euo pipefail
 
 packages=(
@@ -19,9 +21,11 @@ for arg in "$@"; do
   case "$arg" in
     --peer) packages+=(python3-torch python3-numpy) ;;
     --test) packages+=(chromium python3 python3-torch  # the report render test, the TorchScript test
+                       python3-numpy                   # .npy files for the npy tests and example
                        iproute2 bc                     # the network-namespace test (tests/cli/netns_test.sh)
                        clang libclang-rt-14-dev        # libFuzzer (scripts/fuzz.sh)
-                       clang-tidy libc++-14-dev libc++abi-14-dev) ;;  # scripts/lint.sh
+                       clang-tidy libc++-14-dev libc++abi-14-dev  # scripts/lint.sh
+                       openmpi-bin slurm-wlm munge) ;;            # tests/cli/launchers_test.py
     *) echo "setup: unknown option $arg (use --peer, --test)" >&2; exit 2 ;;
   esac
 done

@@ -8,6 +8,7 @@
 #include "hetrain/common/error.h"
 #include "hetrain/common/file_io.h"
 #include "hetrain/record/metrics.h"
+#include "hetrain/record/run.h"
 
 namespace hetrain::record {
 namespace {
@@ -37,6 +38,7 @@ TEST(MetricsJson, HasTheDocumentedFieldsAndPerWorkerTotals) {
   e.train_seconds = 2.5;
   e.train_loss = 0.7;
   e.test_accuracy = 0.85;
+  e.test_metric = 0.85;  // written under test_<metric>: test_accuracy by default
   m.epochs.push_back(e);
   auto s = step({0.5, 1.5});
   s.local_batch = {40, 24};
@@ -52,6 +54,43 @@ TEST(MetricsJson, HasTheDocumentedFieldsAndPerWorkerTotals) {
   EXPECT_DOUBLE_EQ(doc["workers"][1]["compute_seconds"].get<double>(), 3.0);
   EXPECT_EQ(doc["allocation"][1][1].get<std::size_t>(), 24u);
   EXPECT_DOUBLE_EQ(doc["balance_efficiency"].get<double>(), 2.0 / 3.0);
+}
+
+// A regression run: the metric under a key that names it, the evaluations,
+// the per-step loss, end time and input wait; read back by the report's parser.
+TEST(MetricsJson, NamesTheMetricAndKeepsWallClockCurves) {
+  RunMetrics m;
+  m.world_size = 2;
+  m.loss = "mse";
+  m.metric = "rmse";
+  EpochRecord e;
+  e.epoch = 1;
+  e.test_metric = 0.25;
+  m.epochs.push_back(e);
+  m.evals = {{10, 1.5, 0.9, 0.5}, {20, 3.0, 0.4, 0.25}};
+  auto s = step({0.5, 1.5});
+  s.local_batch = {40, 24};
+  s.wait_seconds = {1.0, 0.0};
+  s.input_seconds = {0.01, 0.02};
+  s.loss = 0.75;
+  s.end_seconds = 2.0;
+  m.steps = {s};
+  const std::string text = to_json(m);
+  const auto doc = nlohmann::json::parse(text);
+  EXPECT_EQ(doc["metric"], "rmse");
+  EXPECT_EQ(doc["loss"], "mse");
+  EXPECT_DOUBLE_EQ(doc["epochs"][0]["test_rmse"].get<double>(), 0.25);
+  EXPECT_FALSE(doc["epochs"][0].contains("test_accuracy"));
+  EXPECT_DOUBLE_EQ(doc["evals"][1]["test_rmse"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(doc["workers"][1]["input_wait_seconds"].get<double>(), 0.02);
+  const record::Run r = parse_run(text, "reg.json");
+  EXPECT_EQ(r.metric, "rmse");
+  ASSERT_EQ(r.evals.size(), 2u);
+  EXPECT_EQ(r.evals[1].step, 20u);
+  EXPECT_DOUBLE_EQ(r.evals[0].test_metric, 0.5);
+  EXPECT_DOUBLE_EQ(r.final_accuracy(), 0.25);
+  EXPECT_EQ(r.step_loss, std::vector<double>{0.75});
+  EXPECT_EQ(r.step_end, std::vector<double>{2.0});
 }
 
 TEST(WriteFileAtomic, WritesAllOrReportsAndLeavesNoTemporary) {

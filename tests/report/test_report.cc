@@ -24,16 +24,23 @@ std::string metrics_text(const std::string& policy, std::size_t steps, double sl
   m.global_batch = 64;
   m.speeds = {1.0, 0.25};
   m.wall_seconds = 3.0;
-  for (std::size_t e = 1; e <= 2; ++e)
+  for (std::size_t e = 1; e <= 2; ++e) {
+    const double acc = 0.7 + 0.1 * static_cast<double>(e);
     m.epochs.push_back(
-        {e, 1.5, static_cast<double>(steps) * slow_compute / 2, 1.0 / static_cast<double>(e), 0.7 + 0.1 * e});
+        {e, 1.5, static_cast<double>(steps) * slow_compute / 2, 1.0 / static_cast<double>(e), acc, acc});
+  }
   for (std::size_t s = 0; s < steps; ++s) {
     record::StepRecord r;
     r.local_batch = {32 + s % 8, 32 - s % 8};
     r.compute_seconds = {0.01, slow_compute};
     r.wait_seconds = {slow_compute - 0.01, 0.001};
+    r.loss = 2.0 / static_cast<double>(s + 1);
+    r.end_seconds = static_cast<double>(s + 1) * slow_compute;
     m.steps.push_back(r);
   }
+  // An evaluation every 5 steps: accuracy climbing by 0.1 from 0.5.
+  for (std::size_t s = 5; s <= steps; s += 5)
+    m.evals.push_back({s, static_cast<double>(s) * slow_compute, 1.0, 0.4 + 0.02 * static_cast<double>(s)});
   return record::to_json(m);
 }
 
@@ -101,7 +108,7 @@ TEST(RenderHtml, HoldsEveryPlotWithDrawnElementsAndTheComparison) {
   const std::string html = render_html(runs);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   const auto ids = plot_ids(runs.size());
-  ASSERT_EQ(ids.size(), 3u + 2u * 5u);
+  ASSERT_EQ(ids.size(), 3u + 2u + 2u * 5u);
   for (const auto& id : ids) {
     const auto at = html.find("<svg id=\"" + id + "\"");
     ASSERT_NE(at, std::string::npos) << id;
@@ -138,6 +145,27 @@ TEST(RenderHtml, LongRunsAreAveragedToABoundedNumberOfPoints) {
   const std::size_t points = count(html.substr(path, end - path), " L") + 1;
   EXPECT_LE(points, kMaxLinePoints);
   EXPECT_GE(points, kMaxLinePoints / 2);
+}
+
+// The wall-clock section: each run's curve, when it first reached the
+// target, and the sentence comparing them (fastest first).
+TEST(TimeToTarget, MarksWhenEachRunReachedItAndSaysHowMuchSooner) {
+  const std::vector<record::Run> runs = {record::parse_run(metrics_text("equal", 20, 0.04), "equal.json"),
+                                         record::parse_run(metrics_text("adaptive", 20, 0.02), "adaptive.json")};
+  // Accuracy 0.6 first at step 10: 0.4 s for equal, 0.2 s for adaptive.
+  EXPECT_DOUBLE_EQ(*time_to_reach(metric_curve(runs[0]), 0.6, false), 0.4);
+  EXPECT_FALSE(time_to_reach(metric_curve(runs[0]), 0.99, false).has_value());
+  EXPECT_DOUBLE_EQ(*time_to_reach({{1.0, 2.0}, {0.5, 0.2}}, 0.3, true), 2.0);
+  const std::string html = render_html(runs, {.metric = 0.6, .loss = std::nullopt});
+  EXPECT_NE(html.find("adaptive reached 0.6 test accuracy in 0.2 s, equal in 0.4 s (2.00x as long)"),
+            std::string::npos);
+  EXPECT_NE(html.find("equal reaches it"), std::string::npos);
+  // Unset, the loss target is the lowest (20-step mean) loss both runs reached.
+  EXPECT_NE(html.find("id=\"wallclock-loss-target\">adaptive reached"), std::string::npos);
+  const std::string never = render_html(runs, {.metric = 0.99, .loss = 0.0});
+  EXPECT_NE(never.find("did not reach it in 0.8 s"), std::string::npos);
+  // The moving mean starts with the first step alone.
+  EXPECT_DOUBLE_EQ(loss_curve(runs[0]).values.front(), 2.0);
 }
 
 class WriteReport : public ::testing::Test {

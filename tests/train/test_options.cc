@@ -143,8 +143,10 @@ TEST(ConfigChecksum, IgnoresWhatEachProcessDecidesForItself) {
 
 TEST(SerializeSharedOptions, NamesEveryField) {
   const auto doc = nlohmann::json::parse(serialize(TrainOptions{}));
-  // Thirty fields: options.cc's compile-time count of SharedOptions agrees.
-  EXPECT_EQ(doc.size(), 30u);
+  // Thirty-two fields: options.cc's compile-time count of SharedOptions agrees.
+  EXPECT_EQ(doc.size(), 32u);
+  EXPECT_EQ(doc.at("loss"), "");
+  EXPECT_EQ(doc.at("eval_every"), 0u);
   EXPECT_EQ(doc.at("model"), "cnn");
   EXPECT_EQ(doc.at("global_batch"), kDefaultGlobalBatch);
 }

@@ -20,7 +20,7 @@ std::vector<float> reduce(const Telemetry& t, const std::vector<Telemetry::Mine>
 
 TEST(Telemetry, EveryRankLearnsEveryRanksComputeTimeAndTheGlobalLoss) {
   const Telemetry t(3);
-  EXPECT_EQ(t.size(), 3u * 3u + 1u);
+  EXPECT_EQ(t.size(), 5u * 3u + 1u);
   const float f = split_fingerprint({10, 20, 34});
   const auto block = reduce(t, {{0.5, 0.25, 1.0, f}, {0.75, 0.5, 1.5, f}, {2.0, 0.125, 1.25, f}});
   const Telemetry::All all = t.read(block);
@@ -29,6 +29,14 @@ TEST(Telemetry, EveryRankLearnsEveryRanksComputeTimeAndTheGlobalLoss) {
   // The slowest rank's view of the last step: one number for all.
   EXPECT_DOUBLE_EQ(all.previous_step_seconds, 1.5);
   EXPECT_TRUE(t.same_split(all, f));
+}
+
+TEST(Telemetry, EveryRankLearnsEveryRanksCpuAndSleptSeconds) {
+  const Telemetry t(2);
+  const auto block = reduce(t, {{0.5, 0, 0, 0, 0.25, 0.0}, {2.0, 0, 0, 0, 0.5, 1.5}});
+  const Telemetry::All all = t.read(block);
+  EXPECT_EQ(all.cpu_seconds, (std::vector<double>{0.25, 0.5}));
+  EXPECT_EQ(all.off_cpu_seconds, (std::vector<double>{0.0, 1.5}));
 }
 
 TEST(Telemetry, ARankThatCutTheBatchDifferentlyIsCaught) {

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -42,8 +43,13 @@ Examples:
   hetrain sim --cluster examples/mixed.toml --epochs 20
   hetrain plan --inventory examples/inventory.toml --epochs 90 --objective cost
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 hetrain worker --model mlp
-  mpirun -np 4 -x MASTER_ADDR=node0 -x MASTER_PORT=29500 hetrain worker --model cnn
+  hetrain run -n 4 --checkpoint ck --checkpoint-every 50 --max-restarts 2   # restarts resume from ck
+  torchrun --nproc_per_node 4 --redirects 1 --tee 1 --no_python hetrain worker --model mlp
+  mpirun -np 4 hetrain worker --model cnn                  # one host; see docs/launching.md
+  srun -n 4 hetrain worker --model cnn                     # MASTER_ADDR from the node list
 )";
+
+constexpr int kMaxRestarts = 1000;  // --max-restarts: a bound, not a goal
 
 void add_launch_options(CLI::App& app, LaunchOptions& l) {
   app.add_option("-n,--nproc", l.nproc,
@@ -52,6 +58,10 @@ void add_launch_options(CLI::App& app, LaunchOptions& l) {
   app.add_option("--master-addr", l.master_addr, "Rendezvous host (default: MASTER_ADDR or 127.0.0.1)");
   app.add_option("--master-port", l.master_port, "Rendezvous port (default: MASTER_PORT; run: a free port)")
       ->check(CLI::Range(1, 65535));
+  app.add_option("--max-restarts", l.max_restarts,
+                 "run: after a worker fails, restart all workers up to this many times, resuming from the "
+                 "checkpoint in --checkpoint DIR (worker: ignored; torchrun has --max_restarts)")
+      ->check(CLI::Range(0, kMaxRestarts));
 }
 
 void add_train_options(CLI::App& app, train::TrainOptions& o) {
@@ -72,12 +82,20 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the initial parameters and the data order")
       ->capture_default_str();
-  app.add_option("--data", o.data, "fashion-mnist | synthetic | a directory of MNIST-format idx files")
+  app.add_option("--data", o.data,
+                 "fashion-mnist | synthetic | a directory of MNIST-format idx files, or of train_x.npy, "
+                 "train_y.npy and optionally test_x.npy, test_y.npy")
       ->capture_default_str();
-  app.add_option("--train-images", o.train_images, "Training images (idx3, gzip or plain)");
-  app.add_option("--train-labels", o.train_labels, "Training labels (idx1)");
-  app.add_option("--test-images", o.test_images, "Test images (idx3)");
-  app.add_option("--test-labels", o.test_labels, "Test labels (idx1)");
+  app.add_option("--train-images,--train-x", o.train_images,
+                 "Training images (idx3, gzip or plain) or inputs (.npy, memory-mapped)");
+  app.add_option("--train-labels,--train-y", o.train_labels, "Training labels (idx1) or targets (.npy)");
+  app.add_option("--test-images,--test-x", o.test_images, "Test images (idx3) or inputs (.npy, optional)");
+  app.add_option("--test-labels,--test-y", o.test_labels, "Test labels (idx1) or targets (.npy, optional)");
+  app.add_option("--loss", o.loss,
+                 "cross-entropy | mse | bce-with-logits (default: cross-entropy for integer class labels, "
+                 "mse for float targets)");
+  app.add_option("--eval-every", o.eval_every,
+                 "Also evaluate the test set every this many steps (0: at the end of each epoch only)");
   app.add_option("--synthetic-train", o.synthetic_train, "Synthetic training samples")->capture_default_str();
   app.add_option("--synthetic-test", o.synthetic_test, "Synthetic test samples")->capture_default_str();
   app.add_option("--policy", o.policy, "Allocation: equal | static | adaptive")->capture_default_str();
@@ -127,6 +145,14 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
       ->group("");
 }
 
+// "test accuracy 0.8512", "test rmse 0.2031"; "no test set" without one.
+std::string metric_text(const std::string& metric, double value) {
+  if (metric.empty()) return "no test set";
+  std::string name = metric;
+  std::replace(name.begin(), name.end(), '_', ' ');
+  return fmt::format("test {} {:.4f}", name, value);
+}
+
 int default_threads(int local_workers) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   return std::max(1, static_cast<int>(cores) / std::max(1, local_workers));
@@ -139,11 +165,12 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   if (l.nproc != 0 && l.nproc != world.world_size) {
     throw UsageError(fmt::format("-n {} but the environment says WORLD_SIZE {}", l.nproc, world.world_size));
   }
+  train::resume_after_restart(o, world.restart_count);
   train::validate(o, world.world_size);
   if (world.rank == 0 && !o.metrics_path.empty()) check_writable(o.metrics_path);
   if (world.rank == 0 && !o.trace_path.empty()) check_writable(o.trace_path);
   train::set_compute_threads(o.threads > 0 ? o.threads : default_threads(world.local_world_size));
-  const auto data = train::load_data(o);
+  const auto data = train::load_dataset(o);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));
   comm::Group group = comm::connect_gloo(world, timeout);
   const auto level = o.quiet ? report::LogLevel::kError : report::parse_log_level(o.log_level);
@@ -157,14 +184,14 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   if (talk) {
     fmt::print("hetrain: {} workers ({}), model {}, policy {}, B={}, {} training samples\n", group.size(),
                world.source == "none" ? "single process" : world.source, o.model, o.policy, o.global_batch,
-               data.train.size());
+               data.train_size());
     std::fflush(stdout);
   }
   auto on_epoch = [&](const record::EpochRecord& e, const record::RunMetrics& m) {
     if (!talk) return;
     progress.break_line();
-    fmt::print("epoch {}/{}  loss {:.4f}  test accuracy {:.4f}  {:.1f} s  balance {:.3f}\n", e.epoch,
-               o.epochs, e.train_loss, e.test_accuracy, e.seconds, record::balance_efficiency(m.steps));
+    fmt::print("epoch {}/{}  loss {:.4f}  {}  {:.1f} s  balance {:.3f}\n", e.epoch, o.epochs, e.train_loss,
+               metric_text(m.metric, e.test_metric), e.seconds, record::balance_efficiency(m.steps));
     std::fflush(stdout);
   };
   const auto result = train::train(o, data, group, on_epoch, on_step);
@@ -176,9 +203,9 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
                  result.metrics.resumed_world_size);
     }
     if (talk) {
-      const double acc = result.metrics.epochs.empty() ? 0.0 : result.metrics.epochs.back().test_accuracy;
-      fmt::print("done: {:.1f} s wall, test accuracy {:.4f}, balance efficiency {:.3f}{}\n",
-                 result.metrics.wall_seconds, acc, record::balance_efficiency(result.metrics.steps),
+      const double metric = result.metrics.epochs.empty() ? 0.0 : result.metrics.epochs.back().test_metric;
+      fmt::print("done: {:.1f} s wall, {}, balance efficiency {:.3f}{}\n", result.metrics.wall_seconds,
+                 metric_text(result.metrics.metric, metric), record::balance_efficiency(result.metrics.steps),
                  o.metrics_path.empty() ? "" : ", metrics in " + o.metrics_path);
     }
   }
@@ -224,6 +251,7 @@ int launch_run(const train::TrainOptions& o, const LaunchOptions& l, int argc, c
   plan.nproc = l.nproc == 0 ? 1 : l.nproc;
   if (!l.master_addr.empty()) plan.master_addr = l.master_addr;
   plan.master_port = l.master_port;
+  plan.max_restarts = l.max_restarts;
   train::validate(o, plan.nproc);
   auto args = worker_args(argc, argv);
   if (l.nproc == 0) args.insert(args.begin() + 1, {"-n", "1"});
@@ -273,6 +301,10 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main_entry(int argc, char** argv) {
+  // A peer that dies mid-transfer must surface as an error on the socket
+  // (Gloo throws, the worker exits 4 with one line), never as a silent death
+  // by SIGPIPE: Gloo writes with writev, which raises it.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     return dispatch(argc, argv);
   } catch (const Error& e) {

@@ -17,6 +17,7 @@ struct LaunchOptions {
   int nproc = 0;                  // 0: not given
   std::string master_addr;        // empty: from the environment / 127.0.0.1
   std::uint16_t master_port = 0;  // 0: from the environment / a free port
+  int max_restarts = 0;           // run: restarts of the whole group after a failure
 };
 
 // The single place where errors become a one-line message and an exit code.

@@ -77,7 +77,7 @@ class StderrRelay {
   std::set<std::string> seen_;
 };
 
-[[noreturn]] void exec_worker(const LaunchPlan& plan, int rank, std::uint16_t port, int err_fd) {
+[[noreturn]] void exec_worker(const LaunchPlan& plan, int rank, std::uint16_t port, int attempt, int err_fd) {
   // Die with the launcher: no orphaned workers holding ports.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   ::dup2(err_fd, STDERR_FILENO);
@@ -88,6 +88,10 @@ class StderrRelay {
   ::setenv("LOCAL_WORLD_SIZE", std::to_string(plan.nproc).c_str(), 1);
   ::setenv("MASTER_ADDR", plan.master_addr.c_str(), 1);
   ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  // As torchrun: a restarted worker resumes from its checkpoint.
+  ::setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(attempt).c_str(), 1);
+  // The job's name in the store (comm/env.h): ours, unique on this host.
+  ::setenv("TORCHELASTIC_RUN_ID", fmt::format("hetrain-{}-{}", ::getppid(), port).c_str(), 1);
   std::vector<char*> argv;
   std::string self = "hetrain";
   argv.push_back(self.data());
@@ -123,9 +127,17 @@ std::uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
-int launch(const LaunchPlan& plan) {
-  HETRAIN_ENFORCE_LT(0, plan.nproc);
-  const std::uint16_t port = plan.master_port != 0 ? plan.master_port : free_port();
+namespace {
+
+// How one attempt ended: the rank that failed first (-1: none) and its status.
+struct AttemptEnd {
+  int first_rank = -1;
+  int first_status = 0;
+};
+
+// Starts the workers of one attempt, waits for all of them, and stops the
+// rest as soon as one fails.
+AttemptEnd run_attempt(const LaunchPlan& plan, int attempt, std::uint16_t port) {
   std::vector<pid_t> pids(static_cast<std::size_t>(plan.nproc), -1);
   StderrRelay relay;
   std::fflush(nullptr);
@@ -138,13 +150,14 @@ int launch(const LaunchPlan& plan) {
         if (p > 0) ::kill(p, SIGKILL);
       throw Error("cannot start a worker process (pipe or fork failed)");
     }
-    if (pid == 0) exec_worker(plan, r, port, fds[1]);
+    if (pid == 0) exec_worker(plan, r, port, attempt, fds[1]);
     ::close(fds[1]);
     relay.add(fds[0]);
     pids[static_cast<std::size_t>(r)] = pid;
   }
 
-  int first_rank = -1, first_status = 0, running = plan.nproc;
+  AttemptEnd end;
+  int running = plan.nproc;
   std::chrono::steady_clock::time_point kill_at{};
   bool terminated = false, killed = false;
   while (running > 0) {
@@ -157,12 +170,10 @@ int launch(const LaunchPlan& plan) {
         if (pids[i] == pid) rank = static_cast<int>(i), pids[i] = -1;
       }
       const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-      if (failed && first_rank < 0) {
-        first_rank = rank, first_status = status;
-      }
+      if (failed && end.first_rank < 0) end = {rank, status};
       continue;
     }
-    if (first_rank >= 0 && !terminated) {
+    if (end.first_rank >= 0 && !terminated) {
       // One worker failed: the others would wait for it until the timeout.
       for (pid_t p : pids)
         if (p > 0) ::kill(p, SIGTERM);
@@ -179,16 +190,44 @@ int launch(const LaunchPlan& plan) {
     relay.pump(kPollMillis);
   }
   relay.drain();
-  if (first_rank < 0) return 0;
-  const int code = WIFEXITED(first_status) ? WEXITSTATUS(first_status) : static_cast<int>(ExitCode::kWorker);
-  // Usage and data errors name their cause and were relayed already.
-  const bool reported = WIFEXITED(first_status) && (code == static_cast<int>(ExitCode::kUsage) ||
-                                                    code == static_cast<int>(ExitCode::kData));
-  if (!reported) {
-    std::fprintf(stderr, "hetrain: error: worker %d failed first (%s); the others were stopped\n", first_rank,
-                 describe(first_status).c_str());
-  }
+  return end;
+}
+
+int exit_code_of(const AttemptEnd& end) {
+  const int status = end.first_status;
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : static_cast<int>(ExitCode::kWorker);
   return code == 0 ? static_cast<int>(ExitCode::kWorker) : code;
+}
+
+// Usage and data errors name their cause, were relayed already, and would
+// only happen again after a restart.
+bool reported_itself(const AttemptEnd& end) {
+  const int code = exit_code_of(end);
+  return WIFEXITED(end.first_status) &&
+         (code == static_cast<int>(ExitCode::kUsage) || code == static_cast<int>(ExitCode::kData));
+}
+
+}  // namespace
+
+int launch(const LaunchPlan& plan) {
+  HETRAIN_ENFORCE_LT(0, plan.nproc);
+  HETRAIN_ENFORCE_LE(0, plan.max_restarts);
+  for (int attempt = 0;; ++attempt) {
+    // A fresh port per attempt: the dead group's store may linger in TIME_WAIT.
+    const std::uint16_t port = plan.master_port != 0 ? plan.master_port : free_port();
+    const AttemptEnd end = run_attempt(plan, attempt, port);
+    if (end.first_rank < 0) return 0;
+    if (reported_itself(end)) return exit_code_of(end);
+    if (attempt < plan.max_restarts) {
+      std::fprintf(stderr, "hetrain: worker %d failed first (%s); restarting all workers (restart %d of %d)\n",
+                   end.first_rank, describe(end.first_status).c_str(), attempt + 1, plan.max_restarts);
+      continue;
+    }
+    std::fprintf(stderr, "hetrain: error: worker %d failed first (%s); the others were stopped%s\n",
+                 end.first_rank, describe(end.first_status).c_str(),
+                 plan.max_restarts > 0 ? fmt::format(" (after {} restarts)", plan.max_restarts).c_str() : "");
+    return exit_code_of(end);
+  }
 }
 
 }  // namespace hetrain::cli

@@ -1,6 +1,6 @@
 // `hetrain run -n N`: starts N local worker processes of this very binary
 // with torchrun's environment variables, waits for all of them, and stops
-// the rest as soon as one fails.
+// the rest as soon as one fails; with max_restarts, starts them all again.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,10 @@ struct LaunchPlan {
   std::uint16_t master_port = 0;         // 0: ask the OS for a free one
   std::vector<std::string> worker_args;  // argv after the program name
   double grace_seconds = 5.0;            // SIGTERM -> SIGKILL for the survivors
+  // After a worker fails, stop the rest and start them all again this many
+  // times (as torchrun --max_restarts); each restart resumes from the
+  // checkpoint (TORCHELASTIC_RESTART_COUNT tells the workers).
+  int max_restarts = 0;
 };
 
 // Returns 0 when every worker exits 0; otherwise the exit code of the

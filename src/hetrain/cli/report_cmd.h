@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "hetrain/report/curves.h"
+
 namespace CLI {
 class App;
 }
@@ -14,6 +16,7 @@ namespace hetrain::cli {
 struct ReportOptions {
   std::vector<std::string> inputs;  // metrics files
   std::string output = "report.html";
+  report::Targets targets;  // --target-accuracy / --target-rmse, --target-loss
 };
 
 // Adds the `report` subcommand to `app`, filling `o` when parsed.

@@ -56,14 +56,32 @@ void read_workers(const json& doc, Run& r) {
 void read_epochs(const json& doc, Run& r) {
   const auto& epochs = field(doc, "epochs");
   if (!epochs.is_array()) throw NotMetrics("'epochs' is not a list");
+  const std::string key = "test_" + r.metric;
   for (const auto& e : epochs) {
     record::EpochRecord rec;
     rec.epoch = field(e, "epoch").get<std::size_t>();
     rec.seconds = field(e, "seconds").get<double>();
     rec.train_seconds = field(e, "train_seconds").get<double>();
     rec.train_loss = field(e, "train_loss").get<double>();
-    rec.test_accuracy = field(e, "test_accuracy").get<double>();
+    if (!r.metric.empty()) rec.test_metric = field(e, key.c_str()).get<double>();
+    if (r.metric == "accuracy") rec.test_accuracy = rec.test_metric;
     r.epochs.push_back(rec);
+  }
+}
+
+// "evals": optional (older files); test_<metric> in each unless no test set.
+void read_evals(const json& doc, Run& r) {
+  if (!doc.contains("evals")) return;
+  const auto& evals = doc["evals"];
+  if (!evals.is_array()) throw NotMetrics("'evals' is not a list");
+  const std::string key = "test_" + r.metric;
+  for (const auto& e : evals) {
+    record::EvalRecord rec;
+    rec.step = field(e, "step").get<std::size_t>();
+    rec.seconds = field(e, "seconds").get<double>();
+    rec.train_loss = field(e, "train_loss").get<double>();
+    if (!r.metric.empty()) rec.test_metric = field(e, key.c_str()).get<double>();
+    r.evals.push_back(rec);
   }
 }
 
@@ -99,6 +117,14 @@ void read_step_times(const json& doc, Run& r) {
       }
     }
   }
+  for (const auto& [key, out] : {std::pair{"loss", &r.step_loss}, {"end_seconds", &r.step_end}}) {
+    if (!steps.contains(key)) continue;
+    *out = steps[key].get<std::vector<double>>();
+    if (out->size() != r.allocation.size()) {
+      throw NotMetrics(
+          fmt::format("'steps.{}' has {} steps, 'allocation' {}", key, out->size(), r.allocation.size()));
+    }
+  }
 }
 
 }  // namespace
@@ -109,7 +135,7 @@ double Run::train_seconds() const {
   return t;
 }
 
-double Run::final_accuracy() const { return epochs.empty() ? 0.0 : epochs.back().test_accuracy; }
+double Run::final_accuracy() const { return epochs.empty() ? 0.0 : epochs.back().test_metric; }
 
 Run parse_run(const std::string& text, const std::string& source) {
   json doc;
@@ -132,8 +158,11 @@ Run parse_run(const std::string& text, const std::string& source) {
     if (doc.contains("speeds")) r.speeds = doc["speeds"].get<std::vector<double>>();
     r.wall_seconds = field(doc, "wall_seconds").get<double>();
     r.balance_efficiency = field(doc, "balance_efficiency").get<double>();
+    if (doc.contains("loss")) r.loss = field(doc, "loss").get<std::string>();
+    if (doc.contains("metric")) r.metric = field(doc, "metric").get<std::string>();
     read_workers(doc, r);
     read_epochs(doc, r);
+    read_evals(doc, r);
     read_allocation(doc, r);
     read_step_times(doc, r);
   } catch (const NotMetrics& e) {

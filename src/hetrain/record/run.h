@@ -25,9 +25,15 @@ struct Run {
   std::vector<std::vector<std::size_t>> allocation;  // per step, per rank
   std::vector<std::vector<double>> step_compute;     // seconds, per step, per rank (may be empty)
   std::vector<std::vector<double>> step_wait;        // seconds, per step, per rank (may be empty)
+  // Wall-clock curves (may be empty: older files): per step the global
+  // training loss and when it ended; the evaluations of the test set.
+  std::vector<double> step_loss, step_end;
+  std::vector<record::EvalRecord> evals;
+  std::string loss = "cross-entropy";
+  std::string metric = "accuracy";  // test_<metric> in the file; "" = no test set
 
   double train_seconds() const;   // sum over epochs: the step loops alone
-  double final_accuracy() const;  // the last epoch's; 0 without epochs
+  double final_accuracy() const;  // the last epoch's test metric; 0 without epochs
 };
 
 // Parses a metrics document; `source` names it in errors. Throws DataError

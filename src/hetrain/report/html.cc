@@ -90,11 +90,12 @@ std::string timeline_chart(const record::Run& r, std::size_t k) {
                   {{"compute", kComputeColor}, {"wait", kWaitColor}});
 }
 
-Series epoch_series(const record::Run& r, bool accuracy) {
-  Series s{accuracy ? "test accuracy" : "training loss", series_color(accuracy ? 4 : 1), {}, {}};
+Series epoch_series(const record::Run& r, bool metric) {
+  Series s{metric ? metric_label(r.metric) : "training loss", series_color(metric ? 4 : 1), {}, {}};
   for (const auto& e : r.epochs) {
+    if (metric && r.metric.empty()) break;  // no test set
     s.x.push_back(static_cast<double>(e.epoch));
-    s.y.push_back(accuracy ? e.test_accuracy : e.train_loss);
+    s.y.push_back(metric ? e.test_metric : e.train_loss);
   }
   return s;
 }
@@ -115,8 +116,8 @@ std::string run_section(const record::Run& r, std::size_t k) {
                   xml_escape(r.label), meta_line(r));
   s += fmt::format(
       "<p class=\"meta\">training {:.2f} s (wall {:.2f} s) &middot; balance efficiency {:.3f} &middot; "
-      "test accuracy {:.4f}</p>\n",
-      r.train_seconds(), r.wall_seconds, r.balance_efficiency, r.final_accuracy());
+      "{} {:.4f}</p>\n",
+      r.train_seconds(), r.wall_seconds, r.balance_efficiency, metric_label(r.metric), r.final_accuracy());
   s += line_chart(fmt::format("split-{}", k),
                   {"Split per worker over steps", "step", "local batch b_i (samples)"}, split_series(r),
                   {.y_from_zero = true});
@@ -129,7 +130,8 @@ std::string run_section(const record::Run& r, std::size_t k) {
       {{"compute", kComputeColor, r.worker_compute}, {"wait (allreduce)", kWaitColor, r.worker_wait}});
   s += line_chart(fmt::format("loss-{}", k), {"Training loss per epoch", "epoch", "loss"},
                   {epoch_series(r, false)}, {.y_from_zero = true, .x_integer = true});
-  s += line_chart(fmt::format("accuracy-{}", k), {"Test accuracy per epoch", "epoch", "accuracy"},
+  s += line_chart(fmt::format("accuracy-{}", k),
+                  {fmt::format("{} per epoch", metric_label(r.metric)), "epoch", metric_label(r.metric)},
                   {epoch_series(r, true)}, {.x_integer = true});
   return s + "</section>\n";
 }
@@ -172,6 +174,7 @@ std::string comparison(const std::vector<record::Run>& runs) {
 std::vector<std::string> plot_ids(std::size_t runs) {
   std::vector<std::string> ids;
   if (runs > 1) ids = {"compare-time", "compare-efficiency", "compare-accuracy"};
+  ids.insert(ids.end(), {"wallclock-metric", "wallclock-loss"});
   for (std::size_t k = 0; k < runs; ++k) {
     for (const char* kind : {"split", "timeline", "time", "loss", "accuracy"})
       ids.push_back(fmt::format("{}-{}", kind, k));
@@ -179,7 +182,7 @@ std::vector<std::string> plot_ids(std::size_t runs) {
   return ids;
 }
 
-std::string render_html(const std::vector<record::Run>& runs) {
+std::string render_html(const std::vector<record::Run>& runs, const Targets& targets) {
   HETRAIN_ENFORCE_LT(0u, runs.size());
   std::vector<std::string> names;
   names.reserve(runs.size());
@@ -193,17 +196,18 @@ std::string render_html(const std::vector<record::Run>& runs) {
       "Wait is time blocked in the gradient allreduce: waiting for slower workers, plus the transfer.</p>\n",
       xml_escape(title), kStyle);
   if (runs.size() > 1) s += comparison(runs);
+  s += wallclock_section(runs, targets);
   s += "<h2>Runs</h2>\n<div class=\"runs\">\n";
   for (std::size_t k = 0; k < runs.size(); ++k) s += run_section(runs[k], k);
   return s + "</div>\n</body>\n</html>\n";
 }
 
-void write_report(const std::vector<std::string>& inputs, const std::string& output) {
+void write_report(const std::vector<std::string>& inputs, const std::string& output, const Targets& targets) {
   if (inputs.empty()) throw UsageError("report: give at least one metrics file");
   std::vector<record::Run> runs;
   runs.reserve(inputs.size());
   for (const auto& path : inputs) runs.push_back(record::load_run(path));
-  write_file_atomic(output, render_html(runs));
+  write_file_atomic(output, render_html(runs, targets));
 }
 
 }  // namespace hetrain::report

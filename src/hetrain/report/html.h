@@ -8,7 +8,9 @@
 //                 then wait (a Gantt chart: fast workers idling show in it)
 //   time-K        compute vs wait seconds per worker of run K (stacked bars)
 //   loss-K        training loss per epoch of run K
-//   accuracy-K    test accuracy per epoch of run K
+//   accuracy-K    the test metric (accuracy, RMSE, ...) per epoch of run K
+// and for every report the wall-clock curves with their time-to-target
+// lines (report/curves.h): wallclock-metric, wallclock-loss
 // and, given two runs or more, the comparison of their policies:
 //   compare-time, compare-efficiency, compare-accuracy (bars, one per run).
 // K counts from 0 in the order the runs were given.
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "hetrain/record/run.h"
+#include "hetrain/report/curves.h"
 
 namespace hetrain::report {
 
@@ -29,10 +32,10 @@ inline constexpr std::size_t kMaxLinePoints = 600;
 std::vector<std::string> plot_ids(std::size_t runs);
 
 // The page. `runs` must not be empty.
-std::string render_html(const std::vector<record::Run>& runs);
+std::string render_html(const std::vector<record::Run>& runs, const Targets& targets = {});
 
 // Loads every file (DataError on the first bad one), renders, and writes
 // `output` atomically.
-void write_report(const std::vector<std::string>& inputs, const std::string& output);
+void write_report(const std::vector<std::string>& inputs, const std::string& output, const Targets& targets = {});
 
 }  // namespace hetrain::report

@@ -47,6 +47,7 @@ class Cnn final : public Model {
         fc1_(register_module("fc1", torch::nn::Linear(kConv2Channels * side(rows) * side(cols), kCnnHidden))),
         fc2_(register_module("fc2", torch::nn::Linear(kCnnHidden, classes))) {}
   torch::Tensor forward(torch::Tensor x) override {
+    if (x.dim() == 3) x = x.unsqueeze(1);  // [b, rows, cols] .npy rows: one channel
     x = torch::max_pool2d(torch::relu(conv1_(x)), 2);
     x = torch::max_pool2d(torch::relu(conv2_(x)), 2);
     return fc2_(torch::relu(fc1_(x.flatten(1))));
@@ -101,6 +102,7 @@ class ResNet final : public Model {
         fc1_(register_module("fc1", torch::nn::Linear(kResWidths[2] * side(rows) * side(cols), kResHidden))),
         fc2_(register_module("fc2", torch::nn::Linear(kResHidden, classes))) {}
   torch::Tensor forward(torch::Tensor x) override {
+    if (x.dim() == 3) x = x.unsqueeze(1);  // [b, rows, cols] .npy rows: one channel
     x = torch::relu(stem_(x));
     x = block3_->forward(block2_->forward(block1_->forward(x)));
     return fc2_(torch::relu(fc1_(x.flatten(1))));
@@ -156,7 +158,7 @@ class ScriptModel : public Model {
   torch::jit::Module module_;
 };
 
-std::shared_ptr<Model> load_script_model(const std::string& path, std::int64_t rows, std::int64_t cols,
+std::shared_ptr<Model> load_script_model(const std::string& path, const std::vector<std::int64_t>& input_shape,
                                          std::int64_t classes) {
   torch::jit::Module module;
   try {
@@ -171,13 +173,15 @@ std::shared_ptr<Model> load_script_model(const std::string& path, std::int64_t r
     throw DataError(fmt::format("TorchScript model {} has no parameters to train", path));
   // Fail now, not in the first step, if it does not fit the data.
   torch::Tensor out;
+  std::vector<std::int64_t> batch{2};
+  batch.insert(batch.end(), input_shape.begin(), input_shape.end());
   try {
     torch::NoGradGuard no_grad;
-    out = m->forward(torch::zeros({2, 1, rows, cols}));
+    out = m->forward(torch::zeros(batch));
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    throw DataError(fmt::format("TorchScript model {} fails on a [N, 1, {}, {}] batch: {}", path, rows, cols,
-                                what.substr(0, what.find('\n'))));
+    throw DataError(fmt::format("TorchScript model {} fails on a [N, {}] batch: {}", path,
+                                fmt::join(input_shape, ", "), what.substr(0, what.find('\n'))));
   }
   if (out.dim() != 2 || out.size(0) != 2 || out.size(1) != classes) {
     throw DataError(fmt::format("TorchScript model {} returns {} for a batch of 2, expected [2, {}] logits",
@@ -190,11 +194,30 @@ std::shared_ptr<Model> load_script_model(const std::string& path, std::int64_t r
 
 std::shared_ptr<Model> make_model(const std::string& name, std::int64_t rows, std::int64_t cols,
                                   std::int64_t classes, std::uint64_t seed) {
-  std::shared_ptr<Model> m;
-  if (is_script_model(name)) return load_script_model(name, rows, cols, classes);  // its own parameters
+  return make_model(name, std::vector<std::int64_t>{1, rows, cols}, classes, seed);
+}
+
+std::shared_ptr<Model> make_model(const std::string& name, const std::vector<std::int64_t>& input_shape,
+                                  std::int64_t classes, std::uint64_t seed) {
+  if (is_script_model(name)) return load_script_model(name, input_shape, classes);  // its own parameters
+  std::int64_t inputs = 1;
+  for (const std::int64_t d : input_shape) inputs *= d;
   if (name == "mlp") {
-    m = std::make_shared<Mlp>(rows * cols, classes);
-  } else if (name == "cnn") {
+    auto m = std::make_shared<Mlp>(inputs, classes);
+    init_parameters(*m, seed);
+    return m;
+  }
+  // The convolutional models see one-channel images.
+  const bool image = input_shape.size() == 2 || (input_shape.size() == 3 && input_shape[0] == 1);
+  if ((name == "cnn" || name == "resnet") && !image) {
+    throw UsageError(fmt::format("model {} needs inputs of shape (N, rows, cols) or (N, 1, rows, cols), got "
+                                 "rows of ({}) (use --model mlp or a TorchScript model)",
+                                 name, fmt::join(input_shape, ", ")));
+  }
+  const std::int64_t rows = image ? input_shape[input_shape.size() - 2] : 1;
+  const std::int64_t cols = image ? input_shape.back() : inputs;
+  std::shared_ptr<Model> m;
+  if (name == "cnn") {
     if (Cnn::side(rows) < 1 || Cnn::side(cols) < 1) {
       throw UsageError(fmt::format("model cnn needs images of at least 4x4, got {}x{}", rows, cols));
     }

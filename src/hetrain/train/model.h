@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace hetrain::train {
 
@@ -26,5 +27,13 @@ class Model : public torch::nn::Module {
 // parameters. Throws DataError if it cannot be loaded or does not fit.
 std::shared_ptr<Model> make_model(const std::string& name, std::int64_t rows, std::int64_t cols,
                                   std::int64_t classes, std::uint64_t seed);
+
+// The same for any per-sample input shape (a .npy file's rows) and any
+// number of outputs: the mlp flattens whatever it gets; cnn and resnet take
+// [rows, cols] or [1, rows, cols] (a channel is added to [b, rows, cols]
+// batches); a TorchScript model gets batches of [b, input_shape...] and must
+// return [b, outputs]. Throws UsageError for a shape a built-in cannot take.
+std::shared_ptr<Model> make_model(const std::string& name, const std::vector<std::int64_t>& input_shape,
+                                  std::int64_t outputs, std::uint64_t seed);
 
 }  // namespace hetrain::train

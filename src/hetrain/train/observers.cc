@@ -13,13 +13,15 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// StepLog's doubles per step: batch, compute, wait, hidden.
-constexpr std::size_t kStepFields = 4;
+// StepLog's doubles per step: batch, compute, wait, hidden, input wait,
+// loss, end (seconds since the run's start).
+constexpr std::size_t kStepFields = 7;
 
 }  // namespace
 
-SampleLog::SampleLog(const std::string& prefix, std::size_t rank) {
-  const std::string path = fmt::format("{}.rank{}", prefix, rank);
+SampleLog::SampleLog(const std::string& prefix, std::size_t rank, int restart_count) {
+  const std::string path = restart_count == 0 ? fmt::format("{}.rank{}", prefix, rank)
+                                              : fmt::format("{}.attempt{}.rank{}", prefix, restart_count, rank);
   out_.open(path);
   if (!out_) throw DataError(fmt::format("cannot write {}", path));
 }
@@ -31,8 +33,9 @@ void SampleLog::before_compute(const StepPlan& plan) {
 }
 
 void StepLog::after_step(const StepOutcome& s, const Cursor&) {
-  mine_.insert(mine_.end(),
-               {static_cast<double>(s.plan.slice.count), s.compute_seconds, s.wait_seconds, s.hidden_seconds});
+  mine_.insert(mine_.end(), {static_cast<double>(s.plan.slice.count), s.compute_seconds, s.wait_seconds,
+                             s.hidden_seconds, s.input_seconds, s.all.loss,
+                             clock_.at(s.clock.observe_end)});
 }
 
 void StepLog::end_epoch(const Cursor& c, std::size_t epoch_steps) {
@@ -48,7 +51,11 @@ void StepLog::end_epoch(const Cursor& c, std::size_t epoch_steps) {
       rec.compute_seconds.push_back(f[1]);
       rec.wait_seconds.push_back(f[2]);
       rec.hidden_seconds.push_back(f[3]);
+      rec.input_seconds.push_back(f[4]);
     }
+    // The loss is the same on every rank; the clock is rank 0's.
+    rec.loss = all[s * kStepFields + 5];
+    rec.end_seconds = all[s * kStepFields + 6];
     out_.push_back(std::move(rec));
   }
   mine_.clear();

@@ -21,6 +21,17 @@
 
 namespace hetrain::train {
 
+// The clock of the curves against wall-clock time: seconds since the run's
+// start with the test evaluations' own time left out (they measure the
+// model, they do not train it, and they cost every policy the same).
+struct RunClock {
+  Clock::time_point start = Clock::now();
+  double paused_seconds = 0.0;  // spent evaluating so far
+  double at(Clock::time_point t) const {
+    return std::chrono::duration<double>(t - start).count() - paused_seconds;
+  }
+};
+
 // Where the run stands after a step or an epoch.
 struct Cursor {
   std::size_t epoch = 0;        // 0-based, the epoch just trained in
@@ -42,24 +53,27 @@ class StepObserver {
 // it trains on, flushed per line so a killed run's log stays complete.
 class SampleLog final : public StepObserver {
  public:
-  SampleLog(const std::string& prefix, std::size_t rank);
+  SampleLog(const std::string& prefix, std::size_t rank, int restart_count);
   void before_compute(const StepPlan& plan) override;
 
  private:
   std::ofstream out_;
 };
 
-// Every rank's per-step batch, compute, wait and hidden communication,
-// gathered into the metrics at the end of each epoch.
+// Every rank's per-step batch, compute, wait, hidden communication and
+// input wait, with the step's loss and end time, gathered into the metrics
+// at the end of each epoch.
 class StepLog final : public StepObserver {
  public:
-  StepLog(comm::Group& group, std::vector<record::StepRecord>& out) : group_(group), out_(out) {}
+  StepLog(comm::Group& group, std::vector<record::StepRecord>& out, const RunClock& clock)
+      : group_(group), out_(out), clock_(clock) {}
   void after_step(const StepOutcome& s, const Cursor&) override;
   void end_epoch(const Cursor& c, std::size_t epoch_steps) override;
 
  private:
   comm::Group& group_;
   std::vector<record::StepRecord>& out_;
+  const RunClock& clock_;  // steps' end times
   std::vector<double> mine_;  // kFields per step of this epoch
 };
 

@@ -91,9 +91,19 @@ void validate_data(const TrainOptions& o) {
       !o.train_images.empty() || !o.train_labels.empty() || !o.test_images.empty() || !o.test_labels.empty();
   const bool all_paths =
       !o.train_images.empty() && !o.train_labels.empty() && !o.test_images.empty() && !o.test_labels.empty();
-  if (any_path && !all_paths) {
+  // .npy: inputs and targets for training, the test pair optional.
+  const bool npy = o.train_images.ends_with(".npy");
+  if (npy && (o.train_labels.empty() || o.test_images.empty() != o.test_labels.empty())) {
+    throw UsageError(
+        "with .npy files give --train-x and --train-y, and --test-x with --test-y or neither");
+  }
+  if (any_path && !all_paths && !npy) {
     throw UsageError(
         "give all four of --train-images, --train-labels, --test-images, --test-labels, or none");
+  }
+  if (!o.loss.empty() && o.loss != "cross-entropy" && o.loss != "mse" && o.loss != "bce-with-logits") {
+    throw UsageError(
+        fmt::format("unknown --loss '{}' (expected cross-entropy, mse or bce-with-logits)", o.loss));
   }
   if (o.data == "synthetic" && (o.synthetic_train == 0 || o.synthetic_test == 0)) {
     throw UsageError("--synthetic-train and --synthetic-test must be > 0");
@@ -161,7 +171,7 @@ constexpr std::size_t count_fields() {
 // serialize() below names this many fields. A field added to SharedOptions
 // without being serialized would escape the cross-rank check: this fails
 // the build instead.
-constexpr std::size_t kSerializedSharedFields = 30;
+constexpr std::size_t kSerializedSharedFields = 32;
 static_assert(count_fields<SharedOptions>() == kSerializedSharedFields,
               "a field was added to (or removed from) SharedOptions: serialize it in serialize() below");
 
@@ -175,7 +185,8 @@ std::string serialize(const SharedOptions& o) {
       {"lr_schedule", o.lr_schedule}, {"epochs", o.epochs}, {"global_batch", o.global_batch},
       {"max_steps", o.max_steps}, {"seed", o.seed}, {"data", o.data}, {"train_images", o.train_images},
       {"train_labels", o.train_labels}, {"test_images", o.test_images}, {"test_labels", o.test_labels},
-      {"synthetic_train", o.synthetic_train}, {"synthetic_test", o.synthetic_test}, {"policy", o.policy},
+      {"synthetic_train", o.synthetic_train}, {"synthetic_test", o.synthetic_test}, {"loss", o.loss},
+      {"eval_every", o.eval_every}, {"policy", o.policy},
       {"shares", o.shares}, {"profile_steps", o.profile_steps}, {"min_local_batch", o.min_local_batch},
       {"max_local_batch", o.max_local_batch}, {"speeds", o.speeds}, {"slowdowns", slowdowns},
       {"sample_cost_ms", o.sample_cost_ms}, {"allreduce", o.allreduce}, {"bucket_mb", o.bucket_mb},

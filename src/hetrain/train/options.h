@@ -37,12 +37,20 @@ struct SharedOptions {
   std::size_t max_steps = 0;  // stop after this many steps in all (0 = no limit)
   std::uint64_t seed = 0;
 
-  // Data: "fashion-mnist", "synthetic", or a directory holding the four
-  // MNIST-format idx files under their usual names; or the four paths.
+  // Data: "fashion-mnist", "synthetic", a directory holding the four
+  // MNIST-format idx files under their usual names, or one holding
+  // train_x.npy, train_y.npy (and optionally test_x.npy, test_y.npy); or the
+  // paths (four idx files, or two or four .npy files: inputs, targets).
   std::string data = "fashion-mnist";
   std::string train_images, train_labels, test_images, test_labels;
   std::size_t synthetic_train = kDefaultSyntheticTrain;
   std::size_t synthetic_test = kDefaultSyntheticTest;
+  // What is minimised: cross-entropy | mse | bce-with-logits ("" = by the
+  // targets: cross-entropy for class labels, mse for float targets).
+  std::string loss;
+  // Also evaluate the test set every this many steps (0 = at epoch ends only),
+  // for curves of the metric against wall-clock time.
+  std::size_t eval_every = 0;
 
   // Allocation.
   std::string policy = "equal";  // equal | static | adaptive
@@ -88,8 +96,12 @@ struct ProcessOptions {
   bool quiet = false;
   std::string log_level = "info";  // error | warn | info | debug (--quiet: error)
   // For tests of the cursor: each rank appends "epoch step index..." lines
-  // for the samples it trains on to PREFIX.rankR.
+  // for the samples it trains on to PREFIX.rankR (PREFIX.attemptA.rankR in
+  // restart A > 0, so a restarted group keeps the dead one's log).
   std::string sample_log;
+  // The launcher's restart count (TORCHELASTIC_RESTART_COUNT): labels the
+  // metrics and the sample log. Process-local: set from the environment.
+  int restart_count = 0;
 };
 
 // Everything a training run is configured by.

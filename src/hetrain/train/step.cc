@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <ctime>
 #include <thread>
 
 #include "hetrain/alloc/split.h"
@@ -18,6 +19,20 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// CPU time of `clock`, seconds.
+double cpu_seconds(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// The compute's CPU time: this thread's when torch computes on it alone
+// (the process's would add the store, Gloo's I/O and the input prefetch),
+// else the whole process's.
+clockid_t compute_cpu_clock() {
+  return torch::get_num_threads() == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID;
+}
+
 }  // namespace
 
 Emulation::Emulation(const TrainOptions& o, std::size_t rank, torch::nn::Module& model)
@@ -25,6 +40,7 @@ Emulation::Emulation(const TrainOptions& o, std::size_t rank, torch::nn::Module&
 
 void Emulation::begin(std::size_t global_step, std::size_t samples) {
   speed_ = emulated_speed(options_, rank_, global_step);
+  stretched_ = 0.0;
   // The device's time, slowed by the worker's speed, is slept inside forward
   // and backward.
   device_.begin_step(options_.sample_cost_ms * kSecondsPerMs * static_cast<double>(samples) / speed_);
@@ -34,24 +50,27 @@ void Emulation::after_backward(double elapsed) {
   if (speed_ >= 1.0) return;
   // The device time above is already divided by s: stretch only the host's.
   const double host = elapsed - device_.slept_seconds();
-  std::this_thread::sleep_for(std::chrono::duration<double>(host * (1.0 / speed_ - 1.0)));
+  stretched_ = host * (1.0 / speed_ - 1.0);
+  std::this_thread::sleep_for(std::chrono::duration<double>(stretched_));
 }
 
 StepRunner::StepRunner(const TrainOptions& o, Model& model, torch::optim::Optimizer& optimizer,
-                       comm::Group& group, alloc::Policy& policy, std::size_t planned_steps)
+                       comm::Group& group, alloc::Policy& policy, std::size_t planned_steps, LossKind loss)
     : options_(o),
       model_(model),
       optimizer_(optimizer),
       group_(group),
       policy_(policy),
       planned_steps_(planned_steps),
+      loss_(loss),
       rank_(static_cast<std::size_t>(group.rank())),
       num_params_(count_parameters(model)),
       telemetry_(static_cast<std::size_t>(group.size())),
       buffer_(num_params_ + telemetry_.size(), 0.0f),
       reducer_(model, std::span<float>(buffer_), num_params_, group, comm::parse_algorithm(o.allreduce),
                bucket_elements(o), o.overlap),
-      emulation_(o, rank_, model) {}
+      emulation_(o, rank_, model),
+      cpu_clock_(compute_cpu_clock()) {}
 
 StepPlan StepRunner::slice(std::size_t epoch, std::size_t step, std::size_t global_step,
                            std::span<const std::uint32_t> permutation) const {
@@ -69,7 +88,7 @@ StepPlan StepRunner::slice(std::size_t epoch, std::size_t step, std::size_t glob
   return plan;
 }
 
-StepOutcome StepRunner::run(const StepPlan& plan, const Tensors& train, const torch::Tensor& order) {
+StepOutcome StepRunner::run(const StepPlan& plan, const Batch& slice) {
   StepOutcome out;
   out.plan = plan;
   out.clock.begin = Clock::now();
@@ -77,11 +96,14 @@ StepOutcome StepRunner::run(const StepPlan& plan, const Tensors& train, const to
   reducer_.begin_step();
   emulation_.begin(plan.global_step, plan.slice.count);
   out.clock.compute_begin = Clock::now();
+  const double cpu_begin = cpu_seconds(cpu_clock_);
   Telemetry::Mine mine;
-  mine.scaled_loss = compute(plan, train, order, out.clock.compute_begin);
+  mine.scaled_loss = compute(plan, slice, out.clock.compute_begin);
   out.clock.compute_end = Clock::now();
   out.compute_seconds = seconds_between(out.clock.compute_begin, out.clock.compute_end);
   mine.compute_seconds = out.compute_seconds;
+  mine.cpu_seconds = cpu_seconds(cpu_clock_) - cpu_begin;
+  mine.off_cpu_seconds = emulation_.slept_seconds();
   mine.previous_step_seconds = last_step_seconds_;
   mine.fingerprint = split_fingerprint(plan.split);
   out.all = reduce(plan, mine, out);
@@ -96,15 +118,11 @@ StepOutcome StepRunner::run(const StepPlan& plan, const Tensors& train, const to
   return out;
 }
 
-double StepRunner::compute(const StepPlan& plan, const Tensors& train, const torch::Tensor& order,
-                           Clock::time_point begin) {
+double StepRunner::compute(const StepPlan& plan, const Batch& slice, Clock::time_point begin) {
   double scaled_loss = 0.0;
   if (plan.slice.count > 0) {
-    auto idx = order.narrow(0, static_cast<std::int64_t>(plan.first + plan.slice.begin),
-                            static_cast<std::int64_t>(plan.slice.count));
-    auto x = normalise(train.images.index_select(0, idx));
-    auto y = train.labels.index_select(0, idx);
-    auto loss = torch::nn::functional::cross_entropy(model_.forward(x), y);
+    HETRAIN_ENFORCE_EQ(static_cast<std::size_t>(slice.x.size(0)), plan.slice.count);
+    auto loss = batch_loss(loss_, model_.forward(slice.x), slice.y);
     emulation_.after_forward();
     // Scaled by b_i/B, the SUM allreduce yields the global batch's mean.
     auto scaled = loss * (static_cast<double>(plan.slice.count) / static_cast<double>(plan.batch));
@@ -143,6 +161,8 @@ void StepRunner::observe(const StepPlan& plan, const Telemetry::All& all) {
   obs.local_batch = plan.split;
   obs.compute_seconds = all.compute_seconds;
   obs.previous_step_seconds = all.previous_step_seconds;
+  obs.cpu_seconds = all.cpu_seconds;
+  obs.wait_seconds = all.off_cpu_seconds;
   policy_.observe(obs);
 }
 

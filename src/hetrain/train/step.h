@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <span>
 #include <vector>
@@ -26,7 +27,9 @@
 #include "hetrain/comm/group.h"
 #include "hetrain/data/cursor.h"
 #include "hetrain/train/device_time.h"
+#include "hetrain/train/examples.h"
 #include "hetrain/train/model.h"
+#include "hetrain/train/objective.h"
 #include "hetrain/train/options.h"
 #include "hetrain/train/reducer.h"
 #include "hetrain/train/telemetry.h"
@@ -59,6 +62,7 @@ struct StepOutcome {
   double compute_seconds = 0.0;  // this rank: forward + backward (+ emulation)
   double wait_seconds = 0.0;     // this rank: blocked in the reduction after compute
   double hidden_seconds = 0.0;   // this rank: communication hidden behind backward
+  double input_seconds = 0.0;    // this rank: waiting for the slice's samples before the step
   Telemetry::All all;            // every rank's telemetry
   StepClock clock;
 };
@@ -74,29 +78,33 @@ class Emulation {
   void after_forward() { device_.after_forward(); }
   // Sleeps what makes the host's compute last c / s; `elapsed`: seconds since begin.
   void after_backward(double elapsed);
+  // Seconds slept this step (the device's time and the stretch): off the CPU.
+  double slept_seconds() const { return device_.slept_seconds() + stretched_; }
 
  private:
   const TrainOptions& options_;
   std::size_t rank_;
   DeviceTime device_;
   double speed_ = 1.0;
+  double stretched_ = 0.0;  // seconds slept by after_backward this step
 };
 
 class StepRunner {
  public:
   StepRunner(const TrainOptions& o, Model& model, torch::optim::Optimizer& optimizer, comm::Group& group,
-             alloc::Policy& policy, std::size_t planned_steps);
+             alloc::Policy& policy, std::size_t planned_steps, LossKind loss);
 
   StepPlan slice(std::size_t epoch, std::size_t step, std::size_t global_step,
                  std::span<const std::uint32_t> permutation) const;
-  // compute -> reduce -> apply -> observe. `order`: the epoch's permutation as an int64 tensor.
-  StepOutcome run(const StepPlan& plan, const Tensors& train, const torch::Tensor& order);
+  // compute -> reduce -> apply -> observe. `slice`: this rank's samples,
+  // plan.rows gathered (train/prefetch.h).
+  StepOutcome run(const StepPlan& plan, const Batch& slice);
   // The next step has no predecessor to time (the start of an epoch, after
   // evaluation and checkpoints).
   void forget_last_step() { last_step_seconds_ = 0.0; }
 
  private:
-  double compute(const StepPlan& plan, const Tensors& train, const torch::Tensor& order, Clock::time_point begin);
+  double compute(const StepPlan& plan, const Batch& slice, Clock::time_point begin);
   Telemetry::All reduce(const StepPlan& plan, const Telemetry::Mine& mine, StepOutcome& out);
   void apply(std::size_t global_step);
   void observe(const StepPlan& plan, const Telemetry::All& all);
@@ -107,12 +115,14 @@ class StepRunner {
   comm::Group& group_;
   alloc::Policy& policy_;
   std::size_t planned_steps_;
+  LossKind loss_;
   std::size_t rank_;
   std::size_t num_params_;
   Telemetry telemetry_;
   std::vector<float> buffer_;  // [gradients | telemetry]
   GradientReducer reducer_;
   Emulation emulation_;
+  clockid_t cpu_clock_;  // what measures the compute's CPU time (step.cc)
   double last_step_seconds_ = 0.0;  // this rank's wall time of the step before (0: none)
   bool first_step_ = true;          // of this process
 };

@@ -10,6 +10,8 @@ namespace {
 constexpr std::size_t kCompute = 0;
 constexpr std::size_t kLoss = 1;
 constexpr std::size_t kPreviousStep = 2;
+constexpr std::size_t kCpu = 3;
+constexpr std::size_t kOffCpu = 4;
 // Prime, and small enough that 4096 ranks' sum stays below 2^24.
 constexpr std::size_t kFingerprintModulus = 4093;
 }  // namespace
@@ -20,6 +22,8 @@ void Telemetry::write(std::span<float> block, std::size_t rank, const Mine& mine
   block[kCompute * workers_ + rank] = static_cast<float>(mine.compute_seconds);
   block[kLoss * workers_ + rank] = static_cast<float>(mine.scaled_loss);
   block[kPreviousStep * workers_ + rank] = static_cast<float>(mine.previous_step_seconds);
+  block[kCpu * workers_ + rank] = static_cast<float>(mine.cpu_seconds);
+  block[kOffCpu * workers_ + rank] = static_cast<float>(mine.off_cpu_seconds);
   block[kPerRankFields * workers_] = mine.fingerprint;
 }
 
@@ -28,6 +32,8 @@ Telemetry::All Telemetry::read(std::span<const float> block) const {
   All all;
   for (std::size_t i = 0; i < workers_; ++i) {
     all.compute_seconds.push_back(block[kCompute * workers_ + i]);
+    all.cpu_seconds.push_back(block[kCpu * workers_ + i]);
+    all.off_cpu_seconds.push_back(block[kOffCpu * workers_ + i]);
     all.loss += block[kLoss * workers_ + i];
     all.previous_step_seconds =
         std::max(all.previous_step_seconds, static_cast<double>(block[kPreviousStep * workers_ + i]));

@@ -3,7 +3,8 @@
 // the one reduced buffer (train/reducer.h reduces it with the last bucket).
 //
 // Layout for N workers, in floats:
-//   [compute seconds x N | scaled loss x N | previous step seconds x N | fingerprint]
+//   [compute seconds x N | scaled loss x N | previous step seconds x N |
+//    compute CPU-seconds x N | compute seconds off the CPU x N | fingerprint]
 // Each rank writes only its own slot of each per-rank field and zeros
 // elsewhere, so the SUM allreduce gathers them. The fingerprint is a checksum
 // of the split each rank used: summed, it must be N times every rank's own,
@@ -25,10 +26,14 @@ class Telemetry {
     double scaled_loss = 0.0;            // this slice's mean loss x b_i / B
     double previous_step_seconds = 0.0;  // the last step's wall time on this rank (0: none)
     float fingerprint = 0.0f;            // split_fingerprint of the split this rank used
+    double cpu_seconds = 0.0;            // CPU time the process used during compute
+    double off_cpu_seconds = 0.0;        // of compute, slept by design (an emulated device or speed)
   };
   // Every rank's, after the reduction.
   struct All {
     std::vector<double> compute_seconds;  // by rank
+    std::vector<double> cpu_seconds;      // by rank
+    std::vector<double> off_cpu_seconds;  // by rank
     double loss = 0.0;                    // the global batch's mean loss
     // The slowest rank's view of the last step: the same number on every
     // rank, so every policy decides alike.
@@ -46,7 +51,7 @@ class Telemetry {
   bool same_split(const All& all, float mine) const;
 
  private:
-  static constexpr std::size_t kPerRankFields = 3;  // compute, loss, previous step
+  static constexpr std::size_t kPerRankFields = 5;  // compute, loss, previous step, CPU, off the CPU
   std::size_t workers_;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "hetrain/alloc/policy.h"
 #include "hetrain/common/error.h"
@@ -10,14 +11,20 @@
 #include "hetrain/data/synthetic.h"
 #include "hetrain/train/checkpoint.h"
 #include "hetrain/train/model.h"
+#include "hetrain/train/objective.h"
 #include "hetrain/train/observers.h"
+#include "hetrain/train/placement.h"
+#include "hetrain/train/prefetch.h"
 #include "hetrain/train/step.h"
 #include "hetrain/train/tensors.h"
 
 namespace hetrain::train {
 namespace {
 
-constexpr std::int64_t kEvalBatch = 1024;  // samples per evaluation forward
+// A split that just moved may move again: the prefetcher then reads this
+// fraction of the slice (at least kMinMarginRows) more on each side.
+constexpr std::size_t kMarginDivisor = 4;
+constexpr std::size_t kMinMarginRows = 8;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -27,22 +34,6 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainOptions& o, M
                                                torch::optim::SGDOptions(effective_lr(o)).momentum(o.momentum));
   }
   return std::make_unique<torch::optim::Adam>(model.parameters(), torch::optim::AdamOptions(effective_lr(o)));
-}
-
-// Accuracy on this rank's share of the test set, summed over ranks.
-double evaluate(Model& model, const Tensors& test, comm::Group& group) {
-  torch::NoGradGuard no_grad;
-  const std::int64_t n = test.labels.size(0);
-  const std::int64_t begin = n * group.rank() / group.size();
-  const std::int64_t end = n * (group.rank() + 1) / group.size();
-  std::vector<double> counts{0.0, static_cast<double>(end - begin)};
-  for (std::int64_t i = begin; i < end; i += kEvalBatch) {
-    const std::int64_t len = std::min(kEvalBatch, end - i);
-    auto logits = model.forward(normalise(test.images.narrow(0, i, len)));
-    counts[0] += logits.argmax(1).eq(test.labels.narrow(0, i, len)).sum().item<double>();
-  }
-  group.allreduce_sum(std::span<double>(counts));
-  return counts[1] > 0 ? counts[0] / counts[1] : 0.0;
 }
 
 // Workers started with different options would train different things (or
@@ -68,6 +59,14 @@ void check_data(const data::DataSplit& data) {
   }
 }
 
+// What the metrics call the data: the --data value, or the training inputs' path.
+std::string data_name(const TrainOptions& o) { return o.train_images.empty() ? o.data : o.train_images; }
+
+// A split the caller owns, as a DataSet (the caller keeps it alive).
+DataSet borrow(const data::DataSplit& split, const TrainOptions& o) {
+  return image_dataset(std::shared_ptr<const data::DataSplit>(&split, [](const data::DataSplit*) {}), data_name(o));
+}
+
 alloc::PolicyConfig policy_config(const TrainOptions& o, std::size_t workers,
                                   const std::vector<alloc::WorkerModel>& known) {
   alloc::PolicyConfig pc;
@@ -83,15 +82,19 @@ alloc::PolicyConfig policy_config(const TrainOptions& o, std::size_t workers,
 }
 
 // The metrics' description of the run, before any step.
-record::RunMetrics run_header(const TrainOptions& o, int world_size, const CheckpointMeta& cursor) {
+record::RunMetrics run_header(const TrainOptions& o, int world_size, const CheckpointMeta& cursor,
+                              const DataSet& data, LossKind loss) {
   record::RunMetrics m;
   m.world_size = world_size;
   m.model = o.model;
   m.policy = o.policy;
   m.allreduce = o.allreduce;
-  m.data = o.train_images.empty() ? o.data : o.train_images;
+  m.data = data.name;
+  m.loss = loss_name(loss);
+  m.metric = data.test ? metric_name(loss) : "";
   m.global_batch = o.global_batch;
   m.speeds = o.speeds;
+  m.restarts = o.restart_count;
   if (!o.resume_dir.empty()) {
     m.resumed_world_size = cursor.world_size;
     m.resumed_epoch = cursor.epoch;
@@ -103,12 +106,16 @@ record::RunMetrics run_header(const TrainOptions& o, int world_size, const Check
 // One run on this rank: the state that lives across steps and epochs.
 class Training {
  public:
-  Training(const TrainOptions& o, const data::DataSplit& data, comm::Group& group, Model& model,
+  Training(const TrainOptions& o, const DataSet& data, comm::Group& group, Model& model,
            const EpochCallback& on_epoch, const StepCallback& on_step);
   TrainResult run();
 
  private:
   void run_epoch(std::size_t epoch);
+  StepOutcome run_step(std::size_t epoch, std::size_t step, std::span<const std::uint32_t> permutation);
+  void read_ahead(const StepPlan& plan, std::span<const std::uint32_t> permutation);
+  double evaluate_now();  // the test metric (0 without a test set); a collective
+  void record_eval(double metric);
   CheckpointMeta resume_or_start();
   void add_observers(const StepCallback& on_step);
 
@@ -120,9 +127,15 @@ class Training {
   std::size_t train_n_, steps_in_epoch_, planned_steps_;
   CheckpointMeta cursor_;  // where this run starts, and what its checkpoints are checked against
   std::unique_ptr<alloc::Policy> policy_;
-  Tensors train_, test_;
+  const DataSet& data_;
+  LossKind loss_;
+  Prefetcher prefetch_;
+  std::vector<std::size_t> last_split_;  // the previous step's, to see the split move
+  double eval_loss_sum_ = 0.0;           // training loss since the last evaluation ...
+  std::size_t eval_steps_ = 0;           // ... over this many steps
   TrainResult result_;
   Clock::time_point start_ = Clock::now();
+  RunClock run_clock_{start_};  // the curves' seconds: evaluation time left out
   std::unique_ptr<StepRunner> runner_;
   std::vector<std::unique_ptr<StepObserver>> observers_;
   TraceRecorder* trace_ = nullptr;  // owned by observers_
@@ -130,25 +143,28 @@ class Training {
   bool stop_ = false;
 };
 
-Training::Training(const TrainOptions& o, const data::DataSplit& data, comm::Group& group, Model& model,
+Training::Training(const TrainOptions& o, const DataSet& data, comm::Group& group, Model& model,
                    const EpochCallback& on_epoch, const StepCallback& on_step)
     : o_(o),
       group_(group),
       model_(model),
       on_epoch_(on_epoch),
       optimizer_(make_optimizer(o, model)),
-      train_n_(data.train.size()),
+      train_n_(data.train->size()),
       steps_in_epoch_(data::steps_per_epoch(train_n_, o.global_batch)),
-      train_(as_tensors(data.train)),
-      test_(as_tensors(data.test)) {
+      data_(data),
+      loss_(resolve_loss(o.loss, data)),
+      prefetch_(*data.train, o.timeout_seconds) {
   planned_steps_ = o.epochs * steps_in_epoch_;
   if (o.max_steps != 0) planned_steps_ = std::min(o.max_steps, planned_steps_);
   cursor_ = resume_or_start();
   total_steps_ = cursor_.total_steps;
   const auto n = static_cast<std::size_t>(group.size());
-  policy_ = alloc::make_policy(policy_config(o, n, cursor_.workers));
-  runner_ = std::make_unique<StepRunner>(o, model, *optimizer_, group, *policy_, planned_steps_);
-  result_.metrics = run_header(o, group.size(), cursor_);
+  alloc::PolicyConfig pc = policy_config(o, n, cursor_.workers);
+  if (o.policy != "equal") pc.placement = discover_placement(group, torch::get_num_threads());
+  policy_ = alloc::make_policy(pc);
+  runner_ = std::make_unique<StepRunner>(o, model, *optimizer_, group, *policy_, planned_steps_, loss_);
+  result_.metrics = run_header(o, group.size(), cursor_, data, loss_);
   add_observers(on_step);
 }
 
@@ -165,8 +181,8 @@ CheckpointMeta Training::resume_or_start() {
 
 void Training::add_observers(const StepCallback& on_step) {
   const auto rank = static_cast<std::size_t>(group_.rank());
-  if (!o_.sample_log.empty()) observers_.push_back(std::make_unique<SampleLog>(o_.sample_log, rank));
-  observers_.push_back(std::make_unique<StepLog>(group_, result_.metrics.steps));
+  if (!o_.sample_log.empty()) observers_.push_back(std::make_unique<SampleLog>(o_.sample_log, rank, o_.restart_count));
+  observers_.push_back(std::make_unique<StepLog>(group_, result_.metrics.steps, run_clock_));
   if (!o_.trace_path.empty()) {
     auto trace = std::make_unique<TraceRecorder>(group_, o_.trace_path, start_);
     trace_ = trace.get();
@@ -179,10 +195,63 @@ void Training::add_observers(const StepCallback& on_step) {
   if (on_step) observers_.push_back(std::make_unique<ProgressFeed>(on_step, planned_steps_, o_.epochs));
 }
 
+// This rank's samples come from the prefetcher; while the step runs, it
+// reads what the next step will probably need.
+StepOutcome Training::run_step(std::size_t epoch, std::size_t step, std::span<const std::uint32_t> permutation) {
+  const StepPlan plan = runner_->slice(epoch, step, total_steps_, permutation);
+  for (auto& ob : observers_) ob->before_compute(plan);
+  const auto wait_begin = Clock::now();
+  const Batch slice = prefetch_.take(plan.global_step, permutation, plan.first + plan.slice.begin, plan.slice.count);
+  const double input_seconds = seconds_since(wait_begin);
+  read_ahead(plan, permutation);
+  StepOutcome out = runner_->run(plan, slice);
+  out.input_seconds = input_seconds;
+  last_split_ = plan.split;
+  return out;
+}
+
+// The next step's slice under today's split (the policy decides the next
+// split only after this step), with a margin while the split is moving.
+void Training::read_ahead(const StepPlan& plan, std::span<const std::uint32_t> permutation) {
+  if (plan.step + 1 >= steps_in_epoch_) return;  // the next epoch's order is not drawn yet
+  if (o_.max_steps != 0 && plan.global_step + 1 >= o_.max_steps) return;
+  const StepPlan next = runner_->slice(plan.epoch, plan.step + 1, plan.global_step + 1, permutation);
+  const std::size_t margin =
+      plan.split == last_split_ ? 0 : std::max(kMinMarginRows, next.slice.count / kMarginDivisor);
+  const std::size_t begin = next.first + next.slice.begin, end = begin + next.slice.count;
+  const std::size_t from = begin - std::min(margin, begin - next.first);
+  const std::size_t to = std::min(next.first + next.batch, end + margin);
+  // And the step after: its rows only hinted, so a slow disk has two steps.
+  std::pair<std::size_t, std::size_t> hint{0, 0};
+  if (plan.step + 2 < steps_in_epoch_) {
+    const StepPlan after = runner_->slice(plan.epoch, plan.step + 2, plan.global_step + 2, permutation);
+    hint = {after.first + after.slice.begin, after.first + after.slice.begin + after.slice.count};
+  }
+  prefetch_.ahead(next.global_step, permutation, from, to, hint);
+}
+
+double Training::evaluate_now() {
+  runner_->forget_last_step();  // the evaluation is not part of the next step
+  const auto begin = Clock::now();
+  const double metric = data_.test ? evaluate(model_, *data_.test, loss_, group_) : 0.0;
+  run_clock_.paused_seconds += seconds_since(begin);
+  return metric;
+}
+
+void Training::record_eval(double metric) {
+  record::EvalRecord e;
+  e.step = total_steps_;
+  e.seconds = run_clock_.at(Clock::now());
+  e.train_loss = eval_steps_ > 0 ? eval_loss_sum_ / static_cast<double>(eval_steps_) : 0.0;
+  e.test_metric = metric;
+  result_.metrics.evals.push_back(e);
+  eval_loss_sum_ = 0.0;
+  eval_steps_ = 0;
+}
+
 void Training::run_epoch(std::size_t epoch) {
   const auto epoch_start = Clock::now();
   const auto permutation = data::epoch_permutation(train_n_, o_.seed, epoch);
-  const auto order = torch::tensor(std::vector<std::int64_t>(permutation.begin(), permutation.end()));
   double loss_sum = 0.0;
   std::size_t epoch_steps = 0;
   Cursor at{epoch, epoch == cursor_.epoch ? cursor_.step : 0, total_steps_};
@@ -192,13 +261,14 @@ void Training::run_epoch(std::size_t epoch) {
       stop_ = true;
       break;
     }
-    const StepPlan plan = runner_->slice(epoch, step, total_steps_, permutation);
-    for (auto& ob : observers_) ob->before_compute(plan);
-    const StepOutcome outcome = runner_->run(plan, train_, order);
+    const StepOutcome outcome = run_step(epoch, step, permutation);
     loss_sum += outcome.all.loss;
+    eval_loss_sum_ += outcome.all.loss;
+    ++eval_steps_;
     ++epoch_steps;
     at = {epoch, step + 1, ++total_steps_};
     for (auto& ob : observers_) ob->after_step(outcome, at);
+    if (o_.eval_every != 0 && total_steps_ % o_.eval_every == 0) record_eval(evaluate_now());
   }
   const double train_seconds = seconds_since(epoch_start);
   for (auto& ob : observers_) ob->end_epoch(at, epoch_steps);
@@ -206,7 +276,10 @@ void Training::run_epoch(std::size_t epoch) {
   rec.train_seconds = train_seconds;
   rec.epoch = epoch + 1;
   rec.train_loss = epoch_steps > 0 ? loss_sum / static_cast<double>(epoch_steps) : 0.0;
-  rec.test_accuracy = evaluate(model_, test_, group_);
+  const bool evaluated = !result_.metrics.evals.empty() && result_.metrics.evals.back().step == total_steps_;
+  rec.test_metric = evaluated ? result_.metrics.evals.back().test_metric : evaluate_now();
+  if (!evaluated) record_eval(rec.test_metric);
+  if (loss_ == LossKind::kCrossEntropy) rec.test_accuracy = rec.test_metric;
   rec.seconds = seconds_since(epoch_start);
   result_.metrics.epochs.push_back(rec);
   if (on_epoch_) on_epoch_(rec, result_.metrics);
@@ -226,12 +299,34 @@ TrainResult Training::run() {
 
 }  // namespace
 
+void resume_after_restart(TrainOptions& o, int restart_count) {
+  o.restart_count = restart_count;
+  if (restart_count == 0 || o.checkpoint_dir.empty()) return;
+  // Written atomically: a file that exists is a complete checkpoint.
+  if (std::filesystem::exists(std::filesystem::path(o.checkpoint_dir) / kCheckpointFile)) {
+    o.resume_dir = o.checkpoint_dir;
+  }
+}
+
 data::DataSplit load_data(const TrainOptions& o) {
   if (!o.train_images.empty()) {
     return {data::read_idx_pair(o.train_images, o.train_labels), data::read_idx_pair(o.test_images, o.test_labels)};
   }
   if (o.data == "synthetic") return data::make_synthetic(o.synthetic_train, o.synthetic_test, o.seed);
   return data::load_mnist_dir(o.data == "fashion-mnist" ? std::string(data::kFashionMnistDir) : o.data);
+}
+
+DataSet load_dataset(const TrainOptions& o) {
+  if (data::is_npy_path(o.train_images)) {
+    return npy_dataset(data::open_npy(o.train_images, o.train_labels, o.test_images, o.test_labels),
+                       data_name(o));
+  }
+  if (o.train_images.empty() && o.data != "synthetic" && o.data != "fashion-mnist" && data::is_npy_dir(o.data)) {
+    return npy_dataset(data::open_npy_dir(o.data), data_name(o));
+  }
+  auto split = std::make_shared<const data::DataSplit>(load_data(o));
+  check_data(*split);
+  return image_dataset(std::move(split), data_name(o));
 }
 
 void set_compute_threads(int threads) {
@@ -243,19 +338,29 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
                   const EpochCallback& on_epoch, const StepCallback& on_step) {
   validate(o, group.size());
   check_data(data);
-  auto model = make_model(o.model, static_cast<std::int64_t>(data.train.rows),
-                          static_cast<std::int64_t>(data.train.cols),
-                          static_cast<std::int64_t>(data.train.num_classes), o.seed);
+  return train(o, borrow(data, o), group, on_epoch, on_step);
+}
+
+TrainResult train(const TrainOptions& o, const DataSet& data, comm::Group& group, const EpochCallback& on_epoch,
+                  const StepCallback& on_step) {
+  validate(o, group.size());
+  const LossKind loss = resolve_loss(o.loss, data);
+  auto model = make_model(o.model, data.input_shape, model_outputs(loss, data), o.seed);
   return train(o, data, group, model, on_epoch, on_step);
 }
 
 TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Group& group,
                   const std::shared_ptr<Model>& model, const EpochCallback& on_epoch, const StepCallback& on_step) {
+  check_data(data);
+  return train(o, borrow(data, o), group, model, on_epoch, on_step);
+}
+
+TrainResult train(const TrainOptions& o, const DataSet& data, comm::Group& group, const std::shared_ptr<Model>& model,
+                  const EpochCallback& on_epoch, const StepCallback& on_step) {
   HETRAIN_ENFORCE_EQ(model != nullptr, true);
   // The model is given: o.model is only its name in the metrics.
   validate(o, group.size(), ModelSource::kGiven);
   check_same_config(o, group);  // before any collective whose size depends on the options
-  check_data(data);
   // Rank 0's parameters are the truth, as in DDP.
   auto params = flatten_parameters(*model);
   group.broadcast(std::span<float>(params), 0);

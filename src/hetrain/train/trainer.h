@@ -22,6 +22,7 @@
 #include "hetrain/data/idx.h"
 #include "hetrain/record/step_progress.h"
 #include "hetrain/record/metrics.h"
+#include "hetrain/train/dataset.h"
 #include "hetrain/train/options.h"
 
 namespace hetrain::train {
@@ -51,8 +52,28 @@ TrainResult train(const TrainOptions& options, const data::DataSplit& data, comm
                   const std::shared_ptr<Model>& model, const EpochCallback& on_epoch = {},
                   const StepCallback& on_step = {});
 
+// A group restarted by its launcher (restart_count > 0: torchrun
+// --max_restarts, hetrain run --max-restarts) continues from the checkpoint
+// in --checkpoint DIR where there is one (and from the start, or --resume,
+// where none was written yet). Every rank decides the same: the dead group's
+// workers are all stopped before the new group starts, and DIR must be
+// visible to every worker (as for --resume).
+void resume_after_restart(TrainOptions& options, int restart_count);
+
 // Loads the data set the options name (Fashion-MNIST by default).
 data::DataSplit load_data(const TrainOptions& options);
+
+// The same for any data the options name, .npy included (memory-mapped:
+// train/examples.h). Throws DataError naming the file and what is wrong.
+DataSet load_dataset(const TrainOptions& options);
+
+// Training on a DataSet (idx, synthetic or .npy), the loss by --loss or the
+// targets; the first builds the model --model names for the data's shape.
+TrainResult train(const TrainOptions& options, const DataSet& data, comm::Group& group,
+                  const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
+TrainResult train(const TrainOptions& options, const DataSet& data, comm::Group& group,
+                  const std::shared_ptr<Model>& model, const EpochCallback& on_epoch = {},
+                  const StepCallback& on_step = {});
 
 // Sets torch's intra-op threads for this process (workers sharing a machine
 // must split its cores, or they fight each other).

@@ -1,6 +1,8 @@
 #include "hetrain/comm/gloo/gloo_group.h"
 
 #include <fmt/format.h>
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <vector>
@@ -130,14 +133,44 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
+// This host's address on the route to `host` (the kernel picks it for a
+// connected UDP socket; nothing is sent). "" when `host` does not resolve.
+std::string local_address_towards(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  constexpr const char* kAnyPort = "9";  // discard: any port routes the same
+  if (::getaddrinfo(host.c_str(), kAnyPort, &hints, &found) != 0 || found == nullptr) return "";
+  std::string out;
+  const int fd = ::socket(found->ai_family, SOCK_DGRAM, 0);
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* a = local.ss_family == AF_INET6
+                        ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+    if (::inet_ntop(local.ss_family, a, text, sizeof(text)) != nullptr) out = text;
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(found);
+  return out;
+}
+
 std::shared_ptr<::gloo::transport::Device> make_device(const std::string& master_addr) {
   return translate("cannot create the Gloo TCP device", [&] {
     // Same variable as PyTorch: pins Gloo to one network interface.
     if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
       return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
     }
-    // A one-machine run stays on loopback; otherwise bind to this host's name.
+    // A one-machine run stays on loopback; otherwise Gloo listens on the
+    // address that reaches MASTER_ADDR, not on whatever the host name says.
     if (is_loopback(master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+    if (const auto local = local_address_towards(master_addr); !local.empty()) {
+      return c10d::ProcessGroupGloo::createDeviceForHostname(local);
+    }
     return c10d::ProcessGroupGloo::createDefaultDevice();
   });
 }
@@ -168,21 +201,54 @@ void check_port_free(std::uint16_t port) {
 
 }  // namespace
 
-Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout) {
-  if (w.rank == 0) check_port_free(w.master_port);
+namespace {
+
+// c10d 1.13's store server answers one request at a time on one thread, and
+// a connection that sends half a request and goes quiet blocks that thread
+// for good; the server's destructor then joins it forever. So rank 0 starts
+// the server on its own and never destroys it (the process's exit ends it):
+// junk on the port can at worst make the rendezvous time out, with one line,
+// and never keeps a worker from exiting.
+void serve_store(const WorldInfo& w, std::chrono::milliseconds timeout, const std::string& what) {
+  check_port_free(w.master_port);
   c10d::TCPStoreOptions opts;
   opts.port = w.master_port;
-  opts.isServer = w.rank == 0;
+  opts.isServer = true;
+  opts.waitWorkers = false;  // the workers meet through the client stores below
+  opts.timeout = timeout;
+  auto server = translate(what.c_str(), [&] { return c10::make_intrusive<c10d::TCPStore>(w.master_addr, opts); });
+  server.release();  // deliberately never destroyed: see above
+}
+
+}  // namespace
+
+Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout) {
+  const std::string what =
+      fmt::format("rendezvous at {}:{} failed (rank {} of {}{})", w.master_addr, w.master_port, w.rank,
+                  w.world_size, w.agent_store ? ", torchrun's agent store" : "");
+  // Under torchrun's agent store the port is the agent's: nobody here serves.
+  if (w.rank == 0 && !w.agent_store) serve_store(w, timeout, what);
+  c10d::TCPStoreOptions opts;
+  opts.port = w.master_port;
+  opts.isServer = false;
   opts.numWorkers = static_cast<std::size_t>(w.world_size);
   opts.waitWorkers = true;
   opts.timeout = timeout;
-  auto store = translate(fmt::format("rendezvous at {}:{} failed (rank {} of {})", w.master_addr,
-                                     w.master_port, w.rank, w.world_size)
-                             .c_str(),
-                         [&]() -> c10::intrusive_ptr<c10d::Store> {
-                           return c10::make_intrusive<c10d::TCPStore>(w.master_addr, opts);
-                         });
-  return Group(std::make_shared<GlooGroup>(store, w.rank, w.world_size, timeout, make_device(w.master_addr)));
+  auto store = translate(what.c_str(), [&]() -> c10::intrusive_ptr<c10d::Store> {
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(w.master_addr, opts);
+    // As PyTorch's workers do: a restarted group never reads a dead one's keys.
+    if (w.agent_store) {
+      return c10::make_intrusive<c10d::PrefixStore>(fmt::format("/worker/attempt_{}", w.restart_count), tcp);
+    }
+    // A second job that reached this port finds none of this job's keys.
+    if (!w.job_id.empty()) return c10::make_intrusive<c10d::PrefixStore>("/hetrain/" + w.job_id, tcp);
+    return tcp;
+  });
+  try {
+    return Group(std::make_shared<GlooGroup>(store, w.rank, w.world_size, timeout, make_device(w.master_addr)));
+  } catch (const CommError& e) {
+    throw CommError(fmt::format("{}: {}", what, e.what()));  // say where it met the others
+  }
 }
 
 Group connect_gloo(InProcessRendezvous& r, int rank, int size, std::chrono::milliseconds timeout) {
