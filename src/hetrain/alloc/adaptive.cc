@@ -12,30 +12,17 @@
 namespace hetrain::alloc {
 namespace {
 
-// Standard error of a median of n samples of standard deviation s: about
-// 1.2533 s / sqrt(n) (normal noise). With the median absolute deviation m,
-// s is about kSigmaPerMad m.
-constexpr double kMedianPerMean = 1.2533;
-constexpr double kMedianErrorPerScatter = kSigmaPerMad * kMedianPerMean;
 // Step times at one split that measure its noise.
 constexpr std::size_t kMinNoiseTimes = 3;
 // Earlier times at a split that a shift of its step time is judged against.
 constexpr std::size_t kMinShiftBaseline = 2;
 // A shift of the step time must also exceed this many noise standard deviations.
 constexpr double kShiftNoiseBands = 3.0;
-// The relative scatter of a worker's CPU-seconds per step assumed at least
-// (host_costs): large, so that a handful of samples groups alike workers.
-constexpr double kPriorCpuScatter = 0.3;
-// Samples from which a worker's own scatter is trusted over that prior.
-constexpr std::size_t kOwnScatterSamples = 8;
 // Rejected proposals remembered (the newest), for AdaptiveConfig::retry_distance.
 constexpr std::size_t kRememberedRejections = 8;
 // A model proposal is credible when its trial showed at least this share of
 // the compute gain it predicted.
 constexpr double kCredibleShare = 0.5;
-// How much faster (relative) the host plan must predict a step than the
-// independent-device plan, priced alike, to be proposed instead.
-constexpr double kHostPlanGain = 0.1;
 // Times of the replaced split a paused trial waits for (at most).
 constexpr std::size_t kBaselineTimes = 8;
 // A step's time arrives with the next step's observation.
@@ -84,19 +71,6 @@ AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bo
   }
   incumbent_ = solve_split(grouped_models().models, global_batch_, bounds_).split;
   split_ = incumbent_;
-}
-
-std::vector<WorkerModel> AdaptivePolicy::learned() const {
-  std::vector<WorkerModel> out;
-  for (const auto& c : cost_)
-    out.push_back(c.fitted() ? WorkerModel{c.overhead(), c.speed()} : WorkerModel{0.0, 0.0});
-  return out;
-}
-
-std::vector<WorkerModel> AdaptivePolicy::models() const {
-  std::vector<WorkerModel> out;
-  for (const auto& c : cost_) out.push_back({c.overhead(), c.speed()});
-  return out;
 }
 
 void AdaptivePolicy::observe(const Observation& obs) {
@@ -355,47 +329,6 @@ void AdaptivePolicy::reset(std::size_t first_step) {
   shift_.clear();
 }
 
-std::optional<double> AdaptivePolicy::model_band() {
-  std::vector<double> errors;  // relative standard error of each worker's prediction
-  bool single = false;         // some worker has one sample: its noise is unknown
-  for (const auto& c : cost_) {
-    if (!c.fitted() || (!warmed_up_ && c.samples() < config_.min_samples)) return std::nullopt;
-    single = single || c.samples() < 2;
-    errors.push_back(kMedianErrorPerScatter * c.relative_scatter() /
-                     std::sqrt(static_cast<double>(c.samples())));
-  }
-  warmed_up_ = true;
-  double band =
-      std::max(config_.dead_band, config_.noise_bands * *std::max_element(errors.begin(), errors.end()));
-  if (single) band = std::max(band, config_.single_sample_band);
-  return band;
-}
-
-Grouping AdaptivePolicy::grouped_models() const {
-  std::vector<double> errors;
-  for (const auto& c : cost_) {
-    const double n = static_cast<double>(c.samples());
-    errors.push_back(n > 0.0 ? kMedianErrorPerScatter * c.relative_scatter() / std::sqrt(n) : 0.0);
-  }
-  const double typical_batch = static_cast<double>(global_batch_) / static_cast<double>(cost_.size());
-  Grouping g =
-      pool_alike(models(), errors,
-                 Likeness{incumbent_, typical_batch, config_.group_tolerance, config_.group_bands}, groups_);
-  if (!hosts_known()) return g;
-  // On shared hosts, groups by CPU cost (hosts.h: wall-clock times there say
-  // more about the neighbours); the other workers keep their groups among
-  // themselves, each labelled by its lowest such rank.
-  std::vector<std::size_t> label = host_groups(placement_, host_costs(), incumbent_, typical_batch, groups_);
-  std::vector<std::size_t> lowest(cost_.size(), cost_.size());
-  for (std::size_t r = 0; r < cost_.size(); ++r) {
-    if (placement_.host[r] == kNoHost) lowest[g.group[r]] = std::min(lowest[g.group[r]], r);
-  }
-  for (std::size_t r = 0; r < cost_.size(); ++r) {
-    if (placement_.host[r] == kNoHost) label[r] = lowest[g.group[r]];
-  }
-  return pool_labelled(models(), label);
-}
-
 void AdaptivePolicy::propose(std::size_t step) {
   if (trial_ || resume(step)) return;
   // A trial needs the current split's time to compare with: measured, or
@@ -434,62 +367,6 @@ void AdaptivePolicy::propose(std::size_t step) {
     extending_ = false;
     trial_->trusted = trusted;
   }
-}
-
-bool AdaptivePolicy::hosts_known() const {
-  if (!placement_.shared()) return false;
-  for (std::size_t i = 0; i < cpu_.size(); ++i) {
-    if (placement_.host[i] != kNoHost && !cpu_[i].fitted()) return false;
-  }
-  return true;
-}
-
-// Each worker's CPU cost and time off the CPU, as learned (zero for a worker
-// off any host).
-std::vector<HostCost> AdaptivePolicy::host_costs() const {
-  std::vector<HostCost> costs(cost_.size());
-  for (std::size_t i = 0; i < costs.size(); ++i) {
-    if (placement_.host[i] == kNoHost || !cpu_[i].fitted()) continue;
-    costs[i].cpu_overhead = cpu_[i].overhead();
-    costs[i].cpu_per_sample = cpu_[i].seconds_per_sample();
-    // A few samples say little of their own scatter: a prior keeps them
-    // uncertain (so alike workers stay grouped) until the window fills.
-    const double n = static_cast<double>(cpu_[i].samples()),
-                 scatter = kMedianErrorPerScatter * cpu_[i].relative_scatter();
-    costs[i].cpu_error =
-        (cpu_[i].samples() < kOwnScatterSamples ? std::max(scatter, kPriorCpuScatter) : scatter) /
-        std::sqrt(n);
-    if (wait_[i].fitted()) {
-      costs[i].wait_overhead = wait_[i].overhead();
-      costs[i].wait_per_sample = wait_[i].seconds_per_sample();
-    }
-  }
-  return costs;
-}
-
-// The model's best split, and in `now` its prediction for the incumbent.
-// Workers sharing hosts: the better of the independent-device solve and
-// the host solve, both priced by processor sharing of the hosts' cores.
-SolvedSplit AdaptivePolicy::best_split_for(const Grouping& groups, double& now) const {
-  std::vector<double> sigmas;
-  for (const auto& c : cost_) sigmas.push_back(kSigmaPerMad * c.relative_scatter());
-  const std::vector<WorkerModel> ms = with_noise_margin(groups, sigmas, config_.noise_margin);
-  SolvedSplit best = solve_split(ms, global_batch_, bounds_);
-  now = predicted_makespan(ms, incumbent_);
-  if (!hosts_known()) return best;
-  std::vector<HostCost> costs = host_costs();
-  for (std::size_t i = 0; i < costs.size(); ++i) {
-    const double slower = groups.models[i].speed / ms[i].speed;  // the noise margin's
-    costs[i].cpu_overhead *= slower, costs[i].cpu_per_sample *= slower;
-    costs[i].wait_overhead *= slower, costs[i].wait_per_sample *= slower;
-  }
-  SolvedSplit on_hosts = solve_on_hosts(placement_, ms, costs, groups.group, global_batch_, bounds_);
-  best.makespan = host_makespan(placement_, ms, costs, best.split);
-  now = host_makespan(placement_, ms, costs, incumbent_);
-  // The host plan only where it clearly wins: its fill is a knife edge that
-  // concentrates the batch on the cheapest workers, and CPU-seconds measured
-  // on a busy host differ by noise between identical workers.
-  return on_hosts.makespan < (1.0 - kHostPlanGain) * best.makespan ? on_hosts : best;
 }
 
 bool AdaptivePolicy::start_trial(std::vector<std::size_t> split, std::size_t budget, std::size_t step,

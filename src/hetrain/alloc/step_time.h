@@ -14,6 +14,11 @@ namespace hetrain::alloc {
 
 // Standard deviation of normal noise per median absolute deviation.
 inline constexpr double kSigmaPerMad = 1.4826;
+// Standard error of a median of n samples of standard deviation s: about
+// 1.2533 s / sqrt(n) (normal noise). With the median absolute deviation m,
+// s is about kSigmaPerMad m.
+inline constexpr double kMedianPerMean = 1.2533;
+inline constexpr double kMedianErrorPerScatter = kSigmaPerMad * kMedianPerMean;
 
 struct StepTime {
   std::size_t step = 0;  // the step's number (the policy's count of observations)
