@@ -266,7 +266,8 @@ SolvedSplit solve_on_hosts(const Placement& p, const std::vector<WorkerModel>& w
                            std::size_t total, const Bounds& bounds) {
   const std::size_t n = wall.size();
   check_feasible(n, total, bounds);
-  const auto [lo, hi] = detail::real_bounds(bounds);
+  const detail::RealBounds range = detail::real_bounds(bounds);
+  const double lo = range.lo, hi = range.hi;
   const double b = static_cast<double>(total);
   const std::vector<std::vector<Unit>> hosts = units_by_host(p, cost, group);
   std::vector<double> parts(n, 0.0);

@@ -67,7 +67,8 @@ double predicted_makespan(const std::vector<WorkerModel>& models, const std::vec
 SolvedSplit solve_split(const std::vector<WorkerModel>& models, std::size_t total, const Bounds& bounds) {
   const std::size_t n = models.size();
   check_feasible(n, total, bounds);
-  const auto [lo, hi] = detail::real_bounds(bounds);
+  const detail::RealBounds range = detail::real_bounds(bounds);
+  const double lo = range.lo, hi = range.hi;
   const double b = static_cast<double>(total);
   auto held = [&](double t) {
     double sum = 0.0;
