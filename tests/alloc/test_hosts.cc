@@ -56,6 +56,19 @@ TEST(HostFill, AGroupSharesTheBudgetEvenly) {
   EXPECT_EQ(s.split, (std::vector<std::size_t>{20, 20, 20, 60}));
 }
 
+TEST(HostFill, WorkersWhoseCostsTieShareTheBudgetInsteadOfLeavingOneIdle) {
+  // Three workers 5% apart in CPU per sample, not grouped, on two cores.
+  // Cheapest first would give the two cheapest a core each and the third
+  // nothing; tied costs share the cores at equal rates instead, each taking
+  // in proportion to its speed: 1/1.00 : 1/1.05 : 1/1.10.
+  const Placement p = one_host(3, 2.0);
+  const std::vector<WorkerModel> wall(3, WorkerModel{0.0, 100.0});
+  const std::vector<HostCost> cost{cpu_only(kMs), cpu_only(1.05 * kMs), cpu_only(1.1 * kMs)};
+  const SolvedSplit s = solve_on_hosts(p, wall, cost, {0, 1, 2}, 300, {});
+  // 300 x (1, 0.952, 0.909) / 2.861 = 104.9, 99.9, 95.3, by largest remainder:
+  EXPECT_EQ(s.split, (std::vector<std::size_t>{105, 100, 95}));
+}
+
 TEST(HostFill, PredictionsAreProcessorSharingPlusTimeOffTheCpu) {
   const Placement p = one_host(2, 1.0);
   HostCost waits = cpu_only(kMs);

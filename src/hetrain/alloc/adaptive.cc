@@ -56,6 +56,7 @@ AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bo
       incumbent_times_(config.step_window),
       probe_wait_(config.idle_probe_steps) {
   placement_.check(workers);
+  credible_ = !placement_.oversubscribed();
   incumbent_ = split_proportional(std::vector<double>(workers, 1.0), global_batch, bounds_);
   split_ = incumbent_;
   std::vector<double> speeds;

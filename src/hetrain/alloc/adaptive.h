@@ -200,7 +200,9 @@ class AdaptivePolicy final : public Policy {
   bool extending_ = false;              // the running trial is an extension (its revert costs no backoff)
   // Whether the last of the model's proposals judged by the step time showed
   // at least kCredibleShare of its predicted gain (then small gains are
-  // tried on the model's word, and kept unless slower).
+  // tried on the model's word, and kept unless slower). Before any is
+  // judged: where no host is oversubscribed, so that each worker's time
+  // depends on its own batch alone, as the model assumes.
   bool credible_ = false;
   std::vector<std::vector<std::size_t>> rejected_;  // since the last real change, newest last
   std::size_t rejections_ = 0;                      // since the last real change

@@ -73,6 +73,7 @@ std::vector<std::vector<Unit>> units_by_host(const Placement& p, const std::vect
         u.cost.cpu_per_sample += cost[r].cpu_per_sample / m;
         u.cost.wait_overhead += cost[r].wait_overhead / m;
         u.cost.wait_per_sample += cost[r].wait_per_sample / m;
+        u.cost.cpu_error += cost[r].cpu_error / m;
         u.cpus += p.cpus[r] / m;
       }
     }
@@ -92,23 +93,51 @@ double own_capacity(const Unit& u, double t, double lo, double hi) {
   return std::clamp(room / per_sample, lo, hi);
 }
 
+// Units whose CPU cost per sample is within this share of the cheapest of
+// their tier (or kAlikeBands standard errors, at most kMaxAlikeCost) share
+// the budget in proportion to what each could take (fill_host): CPU-seconds
+// measured on a busy host differ by this much between identical workers, and
+// the fill must not turn such noise into an idle worker.
+constexpr double kTieCost = 0.2;
+
+// Whether unit `b` (the dearer) ties with `a` (the cheapest of a tier).
+bool ties(const Unit& a, const Unit& b) {
+  const double limit =
+      std::clamp(kAlikeBands * std::hypot(a.cost.cpu_error, b.cost.cpu_error), kTieCost, kMaxAlikeCost);
+  return b.cost.cpu_per_sample <= (1.0 + limit) * a.cost.cpu_per_sample;
+}
+
 // Fills one host's units by time t (solve_on_hosts' terms) into `parts`;
-// returns the samples it holds.
+// returns the samples it holds. Tiers of tied units (cheapest first) are
+// filled in turn; a tier the budget cannot fill gets the same fraction of
+// each member's own capacity, so its workers run at equal rates.
 double fill_host(const std::vector<Unit>& units, double cores, double t, double lo, double hi,
                  std::vector<double>& parts) {
   double budget = cores * t, held = 0.0;
   for (const Unit& u : units) budget -= static_cast<double>(u.ranks.size()) * u.cost.cpu(lo);
-  for (const Unit& u : units) {
-    const double m = static_cast<double>(u.ranks.size());
-    const double start = lo > 0.0 ? 0.0 : u.cost.cpu_overhead;  // a worker given its first sample
-    double extra = own_capacity(u, t, lo, hi) - lo;
-    if (u.cost.cpu_per_sample > 0.0) {
-      extra = std::min(extra, std::max(0.0, (budget / m - start) / u.cost.cpu_per_sample));
+  for (std::size_t first = 0; first < units.size();) {
+    std::size_t end = first + 1;
+    while (end < units.size() && ties(units[first], units[end])) ++end;
+    // What each unit of the tier could take, and the CPU-seconds it needs:
+    // `start` for a worker given its first sample, `per` per extra sample.
+    std::vector<double> extra(end - first);
+    double start = 0.0, per = 0.0;
+    for (std::size_t k = first; k < end; ++k) {
+      const Unit& u = units[k];
+      const double m = static_cast<double>(u.ranks.size());
+      extra[k - first] = std::max(0.0, own_capacity(u, t, lo, hi) - lo);
+      if (extra[k - first] > 0.0 && lo <= 0.0) start += m * u.cost.cpu_overhead;
+      per += m * extra[k - first] * u.cost.cpu_per_sample;
     }
-    if (!(extra > 0.0)) extra = 0.0;
-    if (extra > 0.0) budget -= m * (start + extra * u.cost.cpu_per_sample);
-    for (const std::size_t r : u.ranks) parts[r] = lo + extra;
-    held += m * (lo + extra);
+    double fraction = 1.0;
+    if (start + per > budget) fraction = per > 0.0 ? std::max(0.0, (budget - start) / per) : 0.0;
+    if (fraction > 0.0) budget -= start + fraction * per;
+    for (std::size_t k = first; k < end; ++k) {
+      const double take = lo + fraction * extra[k - first];
+      for (const std::size_t r : units[k].ranks) parts[r] = take;
+      held += static_cast<double>(units[k].ranks.size()) * take;
+    }
+    first = end;
   }
   return held;
 }
@@ -169,6 +198,17 @@ bool Placement::shared() const {
   std::vector<std::size_t> workers(host_cores.size(), 0);
   for (const std::size_t h : host) {
     if (h != kNoHost && ++workers[h] >= 2) return true;
+  }
+  return false;
+}
+
+bool Placement::oversubscribed() const {
+  std::vector<double> wanted(host_cores.size(), 0.0);
+  for (std::size_t r = 0; r < host.size() && r < cpus.size(); ++r) {
+    if (host[r] != kNoHost) wanted[host[r]] += cpus[r];
+  }
+  for (std::size_t h = 0; h < wanted.size(); ++h) {
+    if (wanted[h] > host_cores[h]) return true;
   }
   return false;
 }

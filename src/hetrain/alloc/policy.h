@@ -52,6 +52,9 @@ struct Placement {
 
   // Whether some host has two workers or more (else hosts change nothing).
   bool shared() const;
+  // Whether some host's workers can use more CPUs together than it has: then
+  // a worker given more samples slows its neighbours.
+  bool oversubscribed() const;
   // Throws UsageError unless sizes, indices and CPU counts are consistent with `workers`.
   void check(std::size_t workers) const;
 };
