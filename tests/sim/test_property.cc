@@ -166,11 +166,13 @@ std::string to_toml(const Cluster& c) {
 }
 
 // With HETRAIN_PROPERTY_DUMP=DIR set, a failing cluster is written to
-// DIR/cluster_SEED.toml, to replay with hetrain sim.
-void dump(const Cluster& c, std::uint64_t seed) {
+// DIR/cluster_SEED.toml, to replay with hetrain sim; its first line is a
+// comment holding the static split's --shares.
+void dump(const Cluster& c, std::uint64_t seed, const std::vector<double>& shares) {
   const char* dir = std::getenv("HETRAIN_PROPERTY_DUMP");
   if (dir == nullptr) return;
-  std::ofstream(fmt::format("{}/cluster_{}.toml", dir, seed)) << to_toml(c);
+  std::ofstream(fmt::format("{}/cluster_{}.toml", dir, seed))
+      << fmt::format("# --shares {}\n", fmt::join(shares, ",")) << to_toml(c);
 }
 
 SimResult run(const Cluster& c, const std::string& policy, std::vector<double> shares = {}) {
@@ -215,7 +217,7 @@ TEST(AllocationProperty, AdaptiveNeverLosesToEqualOrTrueStaticAndIdenticalWorker
     spread += apart.empty() ? 0 : 1;
     if (!too_slow && apart.empty()) continue;
     failing.push_back(seed);
-    dump(c, seed);
+    dump(c, seed, shares);
     if (failing.size() > kDescribedFailures) continue;
     ADD_FAILURE() << fmt::format(
         "seed {}: adaptive {:.4f} s, equal {:.4f} s, static-true {:.4f} s (ratio {:.3f}); moves {}, reverts "
