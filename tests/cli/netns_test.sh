@@ -27,21 +27,12 @@ cleanup() {
 trap cleanup EXIT
 
 skip() { echo "SKIPPED: $*"; exit 77; }
+. "$(dirname "$0")/netns_lib.sh"
 fail() { echo "FAILED: $*"; for f in "$WORK"/*.err; do echo "--- $f"; cat "$f"; done; exit 1; }
 
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
-ip netns add "$BR" 2>"$WORK/netns.err" || skip "network namespaces not allowed here: $(head -1 "$WORK/netns.err")"
-ip -n "$BR" link add br0 type bridge && ip -n "$BR" link set br0 up || fail "cannot create the bridge"
-for i in 0 1 2; do
-  ns="${TAG}n$i"
-  ip netns add "$ns" || fail "cannot create namespace $ns"
-  ip -n "$ns" link add veth0 type veth peer name "p$i" netns "$BR" || fail "cannot create a veth pair"
-  ip -n "$BR" link set "p$i" master br0 up
-  ip -n "$ns" addr add "$SUBNET.$((i + 1))/24" dev veth0
-  ip -n "$ns" link set veth0 up
-  ip -n "$ns" link set lo up
-done
+netns_nodes "$BR" "$TAG" "$SUBNET" "$WORK/netns.err"
 # Reachable: a connection to a closed port is refused (not timed out).
 probe=$(ip netns exec "${TAG}n2" timeout 5 bash -c "exec 3<>/dev/tcp/$SUBNET.1/9" 2>&1)
 echo "$probe" | grep -q refused || fail "namespace 2 cannot reach namespace 0: $probe"

@@ -28,23 +28,14 @@ cleanup() {
 trap cleanup EXIT
 
 skip() { echo "SKIPPED: $*"; exit 77; }
+. "$(dirname "$0")/netns_lib.sh"
 fail() { echo "FAILED: $*"; for f in "$WORK"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
 loss() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epochs"][-1]["train_loss"])' "$1"; }
 
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
 /usr/bin/python3 -c 'import torch.distributed.run' 2>/dev/null || fail "torchrun missing (scripts/setup.sh --test installs python3-torch)"
-ip netns add "$BR" 2>"$WORK/netns.log" || skip "network namespaces not allowed here: $(head -1 "$WORK/netns.log")"
-ip -n "$BR" link add br0 type bridge && ip -n "$BR" link set br0 up || fail "cannot create the bridge"
-for i in 0 1 2; do
-  ns="${TAG}n$i"
-  ip netns add "$ns" || fail "cannot create namespace $ns"
-  ip -n "$ns" link add veth0 type veth peer name "p$i" netns "$BR" || fail "cannot create a veth pair"
-  ip -n "$BR" link set "p$i" master br0 up
-  ip -n "$ns" addr add "$SUBNET.$((i + 1))/24" dev veth0
-  ip -n "$ns" link set veth0 up
-  ip -n "$ns" link set lo up
-done
+netns_nodes "$BR" "$TAG" "$SUBNET" "$WORK/netns.log"
 
 "$HETRAIN" run -n 3 "${FLAGS[@]}" --metrics "$WORK/ref.json" >"$WORK/ref.log" 2>&1 || fail "the reference run failed"
 
