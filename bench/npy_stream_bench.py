@@ -15,10 +15,12 @@
 
 Needs root (cgroups), /usr/bin/python3 with NumPy, and 8 GiB + 1 GiB free under --dir.
 Usage: /usr/bin/python3 bench/npy_stream_bench.py --hetrain build/hetrain [--dir /work/npy-bench] [--steps 1000]
+A smoke run of the script itself (not the measurement): --rows 65536 --steps 50 (256 MiB, under the same limit).
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +30,7 @@ import time
 import numpy as np
 
 GIB = 1 << 30
-ROWS, SIDE = 2 * 1024 * 1024, 64  # 2 Mi rows of 64x64 uint8 = 8 GiB
+ROWS, SIDE = 2 * 1024 * 1024, 64  # 2 Mi rows of 64x64 uint8 = 8 GiB (--rows: fewer, for a smoke run)
 CLASSES = 10
 TEST_ROWS = 2048
 CHUNK_ROWS = 1 << 15  # 128 MiB written at a time
@@ -37,21 +39,22 @@ MEMORY_LIMIT = 2 * GIB
 CGROUP = "/sys/fs/cgroup/memory/hetrain_npy_bench"
 SAMPLE_SECONDS = 0.5  # /proc sampling period
 MAX_INPUT_FRACTION = 0.05  # the target: input wait <= 5% of step time
+PREFETCH_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "hetrain", "train", "prefetch.h")
 
 
-def write_set(d, rng):
+def write_set(d, rng, rows):
     free = shutil.disk_usage(d).free
-    need = ROWS * SIDE * SIDE + MARGIN_BYTES
+    need = rows * SIDE * SIDE + MARGIN_BYTES
     if free < need:
         sys.exit(f"npy_stream_bench: {d} has {free / GIB:.1f} GiB free, needs {need / GIB:.1f}")
     protos = rng.integers(0, 200, size=(CLASSES, SIDE, SIDE), dtype=np.uint8)
-    y = rng.integers(0, CLASSES, size=ROWS).astype(np.int64)
+    y = rng.integers(0, CLASSES, size=rows).astype(np.int64)
     np.save(os.path.join(d, "train_y.npy"), y)
     path = os.path.join(d, "train_x.npy")
-    x = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=(ROWS, SIDE, SIDE))
+    x = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=(rows, SIDE, SIDE))
     t0 = time.time()
-    for b in range(0, ROWS, CHUNK_ROWS):
-        e = min(ROWS, b + CHUNK_ROWS)
+    for b in range(0, rows, CHUNK_ROWS):
+        e = min(rows, b + CHUNK_ROWS)
         shift = (np.arange(b, e, dtype=np.uint32) % 56).astype(np.uint8)
         x[b:e] = protos[y[b:e]] + shift[:, None, None]
     x.flush()
@@ -123,8 +126,18 @@ def train(a, d):
     return rc, time.time() - t0, metrics, peaks
 
 
-def report(rc, wall, metrics, peaks):
-    print(f"npy_stream_bench: exit {rc}, {wall:.1f} s")
+def prefetch_depth():
+    """The steps each worker reads ahead (Prefetcher::kDepth in the source this bench sits next to)."""
+    try:
+        m = re.search(r"kDepth = (\d+);", open(PREFETCH_H).read())
+        return m.group(1) if m else "?"
+    except OSError:
+        return "?"
+
+
+def report(a, rc, wall, metrics, peaks):
+    print(f"npy_stream_bench: exit {rc}, {wall:.1f} s; prefetch: {prefetch_depth()} steps read ahead, "
+          f"the step after hinted")
     group_peak, failcnt = cgroup_read("memory.max_usage_in_bytes"), cgroup_read("memory.failcnt")
     print(f"cgroup: limit {MEMORY_LIMIT / GIB:.2f} GiB, peak charge {group_peak / GIB:.3f} GiB, "
           f"limit hit {failcnt} times (reclaim)")
@@ -144,7 +157,7 @@ def report(rc, wall, metrics, peaks):
         print(f"rank {w['rank']}: {w['samples']} samples, input wait {w['input_wait_seconds']:.2f} s "
               f"= {100 * frac:.2f}% of the step time, compute {w['compute_seconds']:.1f} s")
     print(f"input wait: worst worker {100 * worst:.2f}% of the step time (target <= {100 * MAX_INPUT_FRACTION:.0f}%)")
-    return worst <= MAX_INPUT_FRACTION and steps >= 1000
+    return worst <= MAX_INPUT_FRACTION and steps >= a.steps
 
 
 def main():
@@ -153,14 +166,15 @@ def main():
     ap.add_argument("--dir", default="/work/npy-bench")
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--rows", type=int, default=ROWS, help="training rows (4 KiB each); fewer for a smoke run")
     ap.add_argument("--keep", action="store_true", help="keep the data set")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     ok = False
     try:
-        write_set(a.dir, np.random.default_rng(19))
+        write_set(a.dir, np.random.default_rng(19), a.rows)
         cgroup_up()
-        ok = report(*train(a, a.dir))
+        ok = report(a, *train(a, a.dir))
     finally:
         if not a.keep:
             for f in ("train_x.npy", "train_y.npy", "test_x.npy", "test_y.npy"):

@@ -11,7 +11,7 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_
 cmake --build build-fuzz
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for target in idx npy options cluster; do
+for target in idx npy options cluster jobs; do
   mkdir -p "$work/$target"
   cp fuzz/corpus/"$target"/* "$work/$target/"
   echo "fuzz: $target for $seconds s"

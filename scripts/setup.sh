@@ -16,6 +16,7 @@ packages=(
   libopenblas0-openmp  # an optimised BLAS for libtorch; the default is the slow reference one
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
   libtomlplusplus-dev  # the simulator's cluster files (hetrain sim, hetrain plan)
+  libglpk-dev          # the multi-job planner's LP solver (hetrain plan --jobs; HETRAIN_WITH_GLPK)
 )
 for arg in "$@"; do
   case "$arg" in

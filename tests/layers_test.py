@@ -20,13 +20,15 @@ ALLOWED = {
     "train": {"common", "comm", "alloc", "data", "record"},
     "sim": {"common", "comm", "alloc", "data", "record"},
     "report": {"common", "record"},
-    "cli": {"common", "comm", "alloc", "data", "record", "train", "sim", "report"},
+    "sched": {"common", "comm", "alloc", "data", "record", "sim"},
+    "cli": {"common", "comm", "alloc", "data", "record", "train", "sim", "report", "sched"},
 }
 # CMake target -> its folder (comm_gloo is comm's Gloo backend, comm/gloo/).
 TARGETS = {
     "hetrain_common": "common", "hetrain_comm": "comm", "hetrain_comm_gloo": "comm",
     "hetrain_alloc": "alloc", "hetrain_data": "data", "hetrain_record": "record",
-    "hetrain_train": "train", "hetrain_sim": "sim", "hetrain_report": "report", "hetrain": "cli",
+    "hetrain_train": "train", "hetrain_sim": "sim", "hetrain_report": "report", "hetrain_sched": "sched",
+    "hetrain": "cli",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"hetrain/([a-z_]+)/')
 

@@ -33,6 +33,14 @@ std::string fitted_summary(const sim::Cluster& c, const sim::MeasuredRun& run, c
 }
 
 int run_sim(const SimCommands& o) {
+  if (!o.jobs.jobs.empty()) {
+    JobsOptions j = o.jobs;
+    j.pool = o.cluster;
+    j.objective = o.objective;
+    j.json = o.json;
+    j.quiet = o.quiet;
+    return run_jobs_sim(j);
+  }
   if (o.cluster.empty() && o.calibrate.empty())
     throw UsageError("hetrain sim needs --cluster or --calibrate");
   if (!o.json.empty()) check_writable(o.json);
@@ -81,7 +89,14 @@ int run_sim(const SimCommands& o) {
 }
 
 int run_plan(const SimCommands& o) {
-  const auto objective = sim::parse_objective(o.objective);
+  if (!o.jobs.jobs.empty()) {
+    JobsOptions j = o.jobs;
+    j.objective = o.objective;
+    return run_jobs_plan(j);
+  }
+  if (o.inventory.empty())
+    throw UsageError("hetrain plan needs --inventory (one job) or --jobs with --cluster (several jobs)");
+  const auto objective = sim::parse_objective(o.objective.empty() ? "time" : o.objective);
   const sim::Cluster inventory = sim::load_cluster(o.inventory);
   const auto result = sim::plan(inventory, o.plan_epochs, objective);
   std::fputs(sim::plan_report(inventory, result, objective, o.plan_all).c_str(), stdout);
@@ -99,6 +114,7 @@ Examples:
   hetrain sim --cluster examples/mixed.toml --epochs 20
   hetrain sim --cluster examples/add_slow.toml --steps 2000 --policy equal,adaptive --json trace.json
   hetrain sim --calibrate run.json --gradient-bytes 814120 --policy equal,static,adaptive --shares 4,4,4,1
+  hetrain sim --jobs examples/jobs.toml --cluster examples/pool.toml --objective min-avg-jct --json out.json
 )");
   s->add_option("--cluster", c.cluster, "Cluster file (TOML; see docs/simulation.md)");
   s->add_option("--calibrate", c.calibrate,
@@ -116,6 +132,8 @@ Examples:
   s->add_option("--json", c.json, "Write the full trace here (atomically)");
   s->add_flag("--splits", c.splits, "Put every step's per-worker split in the --json trace");
   s->add_flag("-q,--quiet", c.quiet, "Print nothing (with --json)");
+  s->add_option("--objective", c.objective,
+                "--jobs: max-min-fair | min-avg-jct | makespan | cost (default max-min-fair)");
 
   c.plan_app = app.add_subcommand(
       "plan", "Choose the machines and starting shares that finish fastest or cheapest (an inventory TOML)");
@@ -124,10 +142,16 @@ Examples:
 Examples:
   hetrain plan --inventory examples/inventory.toml --epochs 90
   hetrain plan --inventory examples/inventory.toml --epochs 90 --objective cost --all
+  hetrain plan --jobs examples/jobs.toml --cluster examples/pool.toml --objective max-min-fair
 )");
-  p->add_option("--inventory", c.inventory, "Machines available (a cluster file with price_per_hour)")
-      ->required();
-  p->add_option("--objective", c.objective, "time | cost")->capture_default_str();
+  p->add_option("--inventory", c.inventory,
+                "Machines available for one job (a cluster file with price_per_hour)");
+  p->add_option("--objective", c.objective,
+                "time | cost (default time); with --jobs: max-min-fair | min-avg-jct | makespan | cost "
+                "(default max-min-fair)");
+  p->add_option("--cluster", c.jobs.pool, "--jobs: the pool of machine types (TOML; docs/scheduling.md)");
+  p->add_option("--json", c.jobs.json, "--jobs: also write the plans as JSON here (atomically)");
+  add_jobs_options(*s, *p, c.jobs);
   p->add_option("--epochs", c.plan_epochs, "Epochs of dataset_samples")->capture_default_str();
   p->add_flag("--all", c.plan_all, "List every alternative, not only the best 20");
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hetrain/alloc/policy.h"
+#include "hetrain/cli/jobs_cmd.h"
 
 namespace CLI {
 class App;
@@ -31,9 +32,11 @@ struct SimCommands {
   bool quiet = false;
   // hetrain plan
   std::string inventory;
-  std::string objective = "time";
+  std::string objective;  // empty: time (--inventory), max-min-fair (--jobs)
   std::size_t plan_epochs = 1;
   bool plan_all = false;
+  // hetrain plan --jobs, hetrain sim --jobs (jobs_cmd.h)
+  JobsOptions jobs;
 
   CLI::App* sim_app = nullptr;
   CLI::App* plan_app = nullptr;

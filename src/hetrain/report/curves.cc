@@ -14,7 +14,8 @@ namespace {
 
 constexpr const char* kTargetColor = "#888888";
 
-bool lower_is_better(const std::string& metric) { return metric == "rmse"; }
+// rmse, and "loss": a TorchScript model's own loss on the test set.
+bool lower_is_better(const std::string& metric) { return metric == "rmse" || metric == "loss"; }
 
 // The value every run reached: the worst of the runs' best values.
 std::optional<double> common_best(const std::vector<Curve>& curves, bool lower_better) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "hetrain/common/error.h"
 #include "hetrain/train/options.h"
@@ -139,7 +140,13 @@ void init_parameters(torch::nn::Module& m, std::uint64_t seed) {
 class ScriptModel : public Model {
  public:
   // A jit::Module is a handle (copying it shares the module); it has no move.
-  explicit ScriptModel(const torch::jit::Module& module) : module_(module) {
+  ScriptModel(const torch::jit::Module& module, const std::string& path) : module_(module) {
+    if (module_.find_method(kLossMethod)) {
+      // The closure holds its own handle to the module.
+      loss_ = ModelLoss{path, [m = module_](const torch::Tensor& output, const torch::Tensor& target) mutable {
+                          return m.run_method(kLossMethod, output, target).toTensor();
+                        }};
+    }
     std::size_t i = 0;
     for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
       // nn::Module names may not contain '.', TorchScript's nested ones do.
@@ -153,9 +160,12 @@ class ScriptModel : public Model {
     Model::train(on);
     module_.train(on);
   }
+  const ModelLoss* own_loss() const override { return loss_ ? &*loss_ : nullptr; }
 
  private:
+  static constexpr const char* kLossMethod = "loss";
   torch::jit::Module module_;
+  std::optional<ModelLoss> loss_;  // its loss(output, target) method, if it has one
 };
 
 std::shared_ptr<Model> load_script_model(const std::string& path, const std::vector<std::int64_t>& input_shape,
@@ -168,7 +178,7 @@ std::shared_ptr<Model> load_script_model(const std::string& path, const std::vec
     throw DataError(
         fmt::format("cannot load TorchScript model {}: {}", path, what.substr(0, what.find('\n'))));
   }
-  auto m = std::make_shared<ScriptModel>(module);
+  auto m = std::make_shared<ScriptModel>(module, path);
   if (m->parameters().empty())
     throw DataError(fmt::format("TorchScript model {} has no parameters to train", path));
   // Fail now, not in the first step, if it does not fit the data.
@@ -182,6 +192,15 @@ std::shared_ptr<Model> load_script_model(const std::string& path, const std::vec
     const std::string what = e.what_without_backtrace();
     throw DataError(fmt::format("TorchScript model {} fails on a [N, {}] batch: {}", path,
                                 fmt::join(input_shape, ", "), what.substr(0, what.find('\n'))));
+  }
+  // With its own loss the model's output is its business; the loss is
+  // checked against the targets when training starts (objective.h).
+  if (m->own_loss() != nullptr) {
+    if (out.dim() == 0 || out.size(0) != 2) {
+      throw DataError(fmt::format("TorchScript model {} returns {} for a batch of 2, expected [2, ...]", path,
+                                  fmt::format("{}", fmt::join(out.sizes().vec(), "x"))));
+    }
+    return m;
   }
   if (out.dim() != 2 || out.size(0) != 2 || out.size(1) != classes) {
     throw DataError(fmt::format("TorchScript model {} returns {} for a batch of 2, expected [2, {}] logits",

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "hetrain/common/error.h"
@@ -18,6 +19,12 @@ Batch read_now(const Examples& examples, std::span<const std::uint32_t> permutat
   return examples.gather(permutation.subspan(begin, count));
 }
 
+std::vector<std::uint32_t> positions(std::span<const std::uint32_t> permutation, std::size_t begin,
+                                     std::size_t end) {
+  return {permutation.begin() + static_cast<std::ptrdiff_t>(begin),
+          permutation.begin() + static_cast<std::ptrdiff_t>(end)};
+}
+
 }  // namespace
 
 Prefetcher::Prefetcher(const Examples& examples, double timeout_seconds)
@@ -32,23 +39,28 @@ Prefetcher::~Prefetcher() {
   thread_.join();
 }
 
-void Prefetcher::ahead(std::size_t key, std::span<const std::uint32_t> permutation, std::size_t begin,
-                       std::size_t end, std::pair<std::size_t, std::size_t> hint) {
-  Job job;
-  job.key = key;
-  job.begin = begin;
-  job.end = end;
-  job.ids.assign(permutation.begin() + static_cast<std::ptrdiff_t>(begin),
-                 permutation.begin() + static_cast<std::ptrdiff_t>(end));
-  job.hint.assign(permutation.begin() + static_cast<std::ptrdiff_t>(hint.first),
-                  permutation.begin() + static_cast<std::ptrdiff_t>(hint.second));
+void Prefetcher::ahead(std::span<const std::uint32_t> permutation, std::span<const Range> steps,
+                       std::pair<std::size_t, std::size_t> hint) {
+  std::vector<JobPtr> next;
   std::unique_lock lock(mutex_);
-  // A read in flight keeps its job: wait for it rather than race it (the
-  // previous step's prediction, normally taken long ago).
-  if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds_), [this] { return !busy_; })) {
-    throw DataError(fmt::format("reading training samples took more than --timeout {} s", timeout_seconds_));
+  for (const Range& r : steps.first(std::min(steps.size(), kDepth))) {
+    const auto same = std::find_if(jobs_.begin(), jobs_.end(), [&r](const JobPtr& j) {
+      return j->key == r.key && j->begin <= r.begin && r.end <= j->end && j->error == nullptr;
+    });
+    if (same != jobs_.end()) {
+      next.push_back(*same);
+      continue;
+    }
+    auto job = std::make_shared<Job>();
+    job->key = r.key;
+    job->begin = r.begin;
+    job->end = r.end;
+    job->ids = positions(permutation, r.begin, r.end);
+    next.push_back(std::move(job));
   }
-  job_ = std::move(job);
+  // Jobs not asked for any more go; one being read finishes unseen.
+  jobs_ = std::move(next);
+  hint_ = positions(permutation, hint.first, hint.second);
   lock.unlock();
   cv_.notify_all();
 }
@@ -56,53 +68,77 @@ void Prefetcher::ahead(std::size_t key, std::span<const std::uint32_t> permutati
 Batch Prefetcher::take(std::size_t key, std::span<const std::uint32_t> permutation, std::size_t begin,
                        std::size_t count) {
   std::unique_lock lock(mutex_);
-  const bool covers = job_ && job_->key == key && job_->begin <= begin && begin + count <= job_->end;
-  if (!covers || count == 0) {
-    job_.reset();  // stale: the thread finishes it, nobody takes it
+  const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const JobPtr& j) {
+    return j->key == key && j->begin <= begin && begin + count <= j->end;
+  });
+  const JobPtr job = it != jobs_.end() && count > 0 ? *it : nullptr;
+  const auto drop_past = [this, key] {
+    std::erase_if(jobs_, [key](const JobPtr& j) { return j->key <= key; });
+  };
+  if (job == nullptr) {
+    drop_past();
     ++misses_;
     lock.unlock();
     return read_now(examples_, permutation, begin, count);
   }
-  if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds_),
-                    [this] { return job_->done.has_value() || job_->error != nullptr; })) {
+  // Dropped only once finished: the thread reads only what jobs_ holds.
+  if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds_), [&job] { return job->finished(); })) {
     throw DataError(fmt::format("reading the samples of step {} took more than --timeout {} s", key + 1,
                                 timeout_seconds_));
   }
-  if (job_->error) std::rethrow_exception(job_->error);
-  Job job = std::move(*job_);
-  job_.reset();
+  drop_past();
+  if (job->error) std::rethrow_exception(job->error);
   ++hits_;
+  const Batch rows = std::move(*job->done);
   lock.unlock();
-  const auto offset = static_cast<std::int64_t>(begin - job.begin), n = static_cast<std::int64_t>(count);
-  return {job.done->x.narrow(0, offset, n), job.done->y.narrow(0, offset, n)};
+  const auto offset = static_cast<std::int64_t>(begin - job->begin), n = static_cast<std::int64_t>(count);
+  return {rows.x.narrow(0, offset, n), rows.y.narrow(0, offset, n)};
+}
+
+Prefetcher::JobPtr Prefetcher::next_unread() const {
+  for (const JobPtr& j : jobs_) {
+    if (!j->reading && !j->finished()) return j;
+  }
+  return nullptr;
+}
+
+void Prefetcher::read(const JobPtr& job, std::unique_lock<std::mutex>& lock) {
+  job->reading = true;
+  lock.unlock();
+  std::optional<Batch> batch;
+  std::exception_ptr error;
+  try {
+    batch = examples_.gather(job->ids);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  lock.lock();
+  job->reading = false;
+  job->done = std::move(batch);
+  job->error = error;
+  cv_.notify_all();
 }
 
 void Prefetcher::loop() {
   std::unique_lock lock(mutex_);
   while (!stop_) {
-    if (!job_ || job_->done || job_->error) {
-      cv_.wait_for(lock, kIdlePoll);
+    if (const JobPtr job = next_unread()) {
+      read(job, lock);
       continue;
     }
-    busy_ = true;
-    const std::vector<std::uint32_t> ids = job_->ids, hint = job_->hint;
-    lock.unlock();
-    std::optional<Batch> batch;
-    std::exception_ptr error;
-    try {
-      batch = examples_.gather(ids);
-      examples_.will_need(hint);
-    } catch (...) {
-      error = std::current_exception();
+    if (!hint_.empty()) {
+      const std::vector<std::uint32_t> ids = std::move(hint_);
+      hint_.clear();
+      lock.unlock();
+      // A hint that fails costs nothing: the read of these rows reports it.
+      try {
+        examples_.will_need(ids);
+      } catch (...) {
+      }
+      lock.lock();
+      continue;
     }
-    lock.lock();
-    busy_ = false;
-    // The job may have been dropped (a miss) while it was read.
-    if (job_ && job_->ids == ids && !job_->done) {
-      job_->done = std::move(batch);
-      job_->error = error;
-    }
-    cv_.notify_all();
+    cv_.wait_for(lock, kIdlePoll);
   }
 }
 

@@ -83,7 +83,7 @@ alloc::PolicyConfig policy_config(const TrainOptions& o, std::size_t workers,
 
 // The metrics' description of the run, before any step.
 record::RunMetrics run_header(const TrainOptions& o, int world_size, const CheckpointMeta& cursor,
-                              const DataSet& data, LossKind loss) {
+                              const DataSet& data, const LossKind& loss) {
   record::RunMetrics m;
   m.world_size = world_size;
   m.model = o.model;
@@ -153,7 +153,7 @@ Training::Training(const TrainOptions& o, const DataSet& data, comm::Group& grou
       train_n_(data.train->size()),
       steps_in_epoch_(data::steps_per_epoch(train_n_, o.global_batch)),
       data_(data),
-      loss_(resolve_loss(o.loss, data)),
+      loss_(resolve_loss(o.loss, data, model)),
       prefetch_(*data.train, o.timeout_seconds) {
   planned_steps_ = o.epochs * steps_in_epoch_;
   if (o.max_steps != 0) planned_steps_ = std::min(o.max_steps, planned_steps_);
@@ -210,24 +210,27 @@ StepOutcome Training::run_step(std::size_t epoch, std::size_t step, std::span<co
   return out;
 }
 
-// The next step's slice under today's split (the policy decides the next
-// split only after this step), with a margin while the split is moving.
+// The next steps' slices under today's split (the policy decides the next
+// split only after this step), with a margin while the split is moving; the
+// step after those only hinted, so a slow disk has one step more.
 void Training::read_ahead(const StepPlan& plan, std::span<const std::uint32_t> permutation) {
-  if (plan.step + 1 >= steps_in_epoch_) return;  // the next epoch's order is not drawn yet
-  if (o_.max_steps != 0 && plan.global_step + 1 >= o_.max_steps) return;
-  const StepPlan next = runner_->slice(plan.epoch, plan.step + 1, plan.global_step + 1, permutation);
-  const std::size_t margin =
-      plan.split == last_split_ ? 0 : std::max(kMinMarginRows, next.slice.count / kMarginDivisor);
-  const std::size_t begin = next.first + next.slice.begin, end = begin + next.slice.count;
-  const std::size_t from = begin - std::min(margin, begin - next.first);
-  const std::size_t to = std::min(next.first + next.batch, end + margin);
-  // And the step after: its rows only hinted, so a slow disk has two steps.
+  const bool moving = plan.split != last_split_;
+  std::vector<Prefetcher::Range> steps;
   std::pair<std::size_t, std::size_t> hint{0, 0};
-  if (plan.step + 2 < steps_in_epoch_) {
-    const StepPlan after = runner_->slice(plan.epoch, plan.step + 2, plan.global_step + 2, permutation);
-    hint = {after.first + after.slice.begin, after.first + after.slice.begin + after.slice.count};
+  for (std::size_t d = 1; d <= Prefetcher::kDepth + 1; ++d) {
+    if (plan.step + d >= steps_in_epoch_) break;  // the next epoch's order is not drawn yet
+    if (o_.max_steps != 0 && plan.global_step + d >= o_.max_steps) break;
+    const StepPlan next = runner_->slice(plan.epoch, plan.step + d, plan.global_step + d, permutation);
+    const std::size_t begin = next.first + next.slice.begin, end = begin + next.slice.count;
+    if (d > Prefetcher::kDepth) {
+      hint = {begin, end};
+      break;
+    }
+    const std::size_t margin = moving ? std::max(kMinMarginRows, next.slice.count / kMarginDivisor) : 0;
+    steps.push_back({next.global_step, begin - std::min(margin, begin - next.first),
+                     std::min(next.first + next.batch, end + margin)});
   }
-  prefetch_.ahead(next.global_step, permutation, from, to, hint);
+  prefetch_.ahead(permutation, steps, hint);
 }
 
 double Training::evaluate_now() {
@@ -344,8 +347,9 @@ TrainResult train(const TrainOptions& o, const data::DataSplit& data, comm::Grou
 TrainResult train(const TrainOptions& o, const DataSet& data, comm::Group& group, const EpochCallback& on_epoch,
                   const StepCallback& on_step) {
   validate(o, group.size());
-  const LossKind loss = resolve_loss(o.loss, data);
-  auto model = make_model(o.model, data.input_shape, model_outputs(loss, data), o.seed);
+  // The outputs follow the targets alone; --loss is checked with the model
+  // (a TorchScript model may bring its own loss).
+  auto model = make_model(o.model, data.input_shape, model_outputs(resolve_loss("", data), data), o.seed);
   return train(o, data, group, model, on_epoch, on_step);
 }
 

@@ -1,0 +1,110 @@
+#include "hetrain/sched/pricing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "hetrain/alloc/adaptive.h"
+#include "hetrain/common/error.h"
+#include "hetrain/sim/network_cost.h"
+
+namespace hetrain::sched {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The compute makespan of the grouped water-filling (see step_seconds).
+double grouped_makespan(const Job& job, const Allocation& x) {
+  const auto b = static_cast<double>(job.global_batch);
+  std::vector<bool> pinned(x.size(), false);  // at one sample
+  while (true) {
+    double free_speed = 0.0;    // samples/s of the unpinned machines
+    double pinned_samples = 0;  // one per pinned machine
+    for (std::size_t t = 0; t < x.size(); ++t) {
+      if (x[t] == 0) continue;
+      if (pinned[t])
+        pinned_samples += static_cast<double>(x[t]);
+      else
+        free_speed += static_cast<double>(x[t]) * job.speed[t];
+    }
+    double slowest_pinned = 0.0;  // seconds of a pinned machine's one sample
+    for (std::size_t t = 0; t < x.size(); ++t) {
+      if (x[t] > 0 && pinned[t]) slowest_pinned = std::max(slowest_pinned, job.overhead + 1.0 / job.speed[t]);
+    }
+    if (free_speed <= 0.0) return slowest_pinned;
+    const double finish = job.overhead + (b - pinned_samples) / free_speed;
+    bool moved = false;
+    for (std::size_t t = 0; t < x.size(); ++t) {
+      if (x[t] > 0 && !pinned[t] && (finish - job.overhead) * job.speed[t] < 1.0) pinned[t] = moved = true;
+    }
+    if (!moved) return std::max(finish, slowest_pinned);
+  }
+}
+
+}  // namespace
+
+std::size_t machines_in(const Allocation& x) {
+  std::size_t n = 0;
+  for (const std::size_t k : x) n += k;
+  return n;
+}
+
+Pricer::Pricer(const Pool& pool, const std::vector<Job>& jobs) : pool_(pool), jobs_(jobs) {
+  allreduce_.resize(jobs.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    allreduce_[j].assign(std::min(jobs[j].cap(), pool.machines()) + 1,
+                         std::numeric_limits<double>::quiet_NaN());
+  }
+}
+
+double Pricer::allreduce(std::size_t j, std::size_t n) const {
+  std::vector<double>& cache = allreduce_[j];
+  if (n >= cache.size()) return sim::allreduce_seconds(pool_.network, n, jobs_[j].gradient_bytes);
+  if (std::isnan(cache[n])) cache[n] = sim::allreduce_seconds(pool_.network, n, jobs_[j].gradient_bytes);
+  return cache[n];
+}
+
+double Pricer::step_seconds(std::size_t j, const Allocation& x) const {
+  const Job& job = jobs_[j];
+  HETRAIN_ENFORCE_EQ(x.size(), job.speed.size());
+  const std::size_t n = machines_in(x);
+  if (n == 0 || n > job.global_batch) return kInf;
+  for (std::size_t t = 0; t < x.size(); ++t) {
+    if (x[t] > 0 && job.speed[t] <= 0.0) return kInf;
+  }
+  return grouped_makespan(job, x) + allreduce(j, n) + job.step_overhead;
+}
+
+double Pricer::throughput(std::size_t j, const Allocation& x) const {
+  const double s = step_seconds(j, x);
+  return std::isfinite(s) && s > 0.0 ? static_cast<double>(jobs_[j].global_batch) / s : 0.0;
+}
+
+double Pricer::exact_step_seconds(std::size_t j, const Allocation& x) const {
+  const Job& job = jobs_[j];
+  const std::size_t n = machines_in(x);
+  if (!std::isfinite(step_seconds(j, x))) return kInf;
+  std::vector<alloc::WorkerModel> models;
+  models.reserve(n);
+  for (std::size_t t = 0; t < x.size(); ++t) {
+    for (std::size_t k = 0; k < x[t]; ++k) models.push_back({job.overhead, job.speed[t]});
+  }
+  alloc::Bounds bounds;
+  bounds.min_local = 1;  // as hetrain plan and the adaptive policy: every worker keeps a sample
+  const alloc::SolvedSplit solved = alloc::solve_split(models, job.global_batch, bounds);
+  return solved.makespan + allreduce(j, n) + job.step_overhead;
+}
+
+double Pricer::fixed_seconds(std::size_t j) const {
+  const Job& job = jobs_[j];
+  return job.overhead + job.step_overhead + allreduce(j, std::min(job.cap(), pool_.machines()));
+}
+
+double Pricer::isolated(std::size_t j) const {
+  double v = 0.0;
+  for (std::size_t t = 0; t < pool_.types.size(); ++t)
+    v += static_cast<double>(pool_.types[t].count) * jobs_[j].speed[t];
+  return v;
+}
+
+}  // namespace hetrain::sched
