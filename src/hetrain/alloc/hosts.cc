@@ -94,16 +94,21 @@ double own_capacity(const Unit& u, double t, double lo, double hi) {
 }
 
 // Units whose CPU cost per sample is within this share of the cheapest of
-// their tier (or kAlikeBands standard errors, at most kMaxAlikeCost) share
+// their tier (or kAlikeBands standard errors, at most kMaxTieCost) share
 // the budget in proportion to what each could take (fill_host): CPU-seconds
 // measured on a busy host differ by this much between identical workers, and
 // the fill must not turn such noise into an idle worker.
 constexpr double kTieCost = 0.2;
+// However uncertain, costs more than this far apart (relative) never tie: a
+// core twice as fast is used as such once its samples show it. Wider than
+// kMaxAlikeCost: a fill that idles a worker on a few noisy samples costs
+// more than a split that keeps it busy a little too long.
+constexpr double kMaxTieCost = 1.0;
 
 // Whether unit `b` (the dearer) ties with `a` (the cheapest of a tier).
 bool ties(const Unit& a, const Unit& b) {
   const double limit =
-      std::clamp(kAlikeBands * std::hypot(a.cost.cpu_error, b.cost.cpu_error), kTieCost, kMaxAlikeCost);
+      std::clamp(kAlikeBands * std::hypot(a.cost.cpu_error, b.cost.cpu_error), kTieCost, kMaxTieCost);
   return b.cost.cpu_per_sample <= (1.0 + limit) * a.cost.cpu_per_sample;
 }
 
