@@ -98,18 +98,26 @@ std::string target_chart(const std::string& id, const ChartText& text, const std
          fmt::format("<p class=\"meta ttt\" id=\"{}-target\">{}</p>\n", id, line);
 }
 
+// One point per epoch, at the epochs' cumulative seconds: runs recorded
+// without per-step losses or evaluations.
+template <typename Value>
+Curve per_epoch(const record::Run& r, Value value) {
+  Curve c;
+  double t = 0.0;
+  for (const auto& e : r.epochs) {
+    t += e.seconds;
+    c.seconds.push_back(t);
+    c.values.push_back(value(e));
+  }
+  return c;
+}
+
 }  // namespace
 
 Curve loss_curve(const record::Run& r) {
   Curve c;
   if (r.step_loss.empty() || r.step_end.size() != r.step_loss.size()) {
-    double t = 0.0;
-    for (const auto& e : r.epochs) {
-      t += e.seconds;
-      c.seconds.push_back(t);
-      c.values.push_back(e.train_loss);
-    }
-    return c;
+    return per_epoch(r, [](const record::EpochRecord& e) { return e.train_loss; });
   }
   double sum = 0.0;
   for (std::size_t i = 0; i < r.step_loss.size(); ++i) {
@@ -124,15 +132,7 @@ Curve loss_curve(const record::Run& r) {
 Curve metric_curve(const record::Run& r) {
   Curve c;
   if (r.metric.empty()) return c;
-  if (r.evals.empty()) {
-    double t = 0.0;
-    for (const auto& e : r.epochs) {
-      t += e.seconds;
-      c.seconds.push_back(t);
-      c.values.push_back(e.test_metric);
-    }
-    return c;
-  }
+  if (r.evals.empty()) return per_epoch(r, [](const record::EpochRecord& e) { return e.test_metric; });
   for (const auto& e : r.evals) {
     c.seconds.push_back(e.seconds);
     c.values.push_back(e.test_metric);
