@@ -5,8 +5,10 @@ bad-input: every row of the multi-job table in docs/errors.md: one line on
 stderr, `hetrain: error: `, this exit code, this text.
 ordering: on the example trace (examples/jobs.toml over examples/pool.toml),
 from the --json output: the mixed-type planner beats the one-type-per-job
-planner on average JCT and makespan, and both beat FCFS, for every objective
-and solver named on the command line.
+planner, and both beat FCFS, for every objective and solver named on the
+command line: on average JCT and makespan, except under the makespan
+objective, where the ordering holds on makespan only (HOLDS;
+docs/scheduling.md says why average JCT does not).
 """
 import argparse
 import json
@@ -27,6 +29,14 @@ speeds = { gpu = 100, cpu = 10 }
 global_batch = 64
 steps = 100
 """
+
+# Per objective, the metrics on which mixed < one-type < FCFS holds on the example trace.
+HOLDS = {
+    "min-avg-jct": ("avg_jct", "makespan"),
+    "max-min-fair": ("avg_jct", "makespan"),
+    "cost": ("avg_jct", "makespan"),
+    "makespan": ("makespan",),
+}
 
 # (what, pool text or None for a missing file, jobs text, extra flags, exit code, message part)
 CASES = [
@@ -92,7 +102,7 @@ def ordering(args):
             continue
         doc = json.load(open(out))
         by = {s["name"]: s for s in doc["schedulers"]}
-        for metric in ("avg_jct", "makespan"):
+        for metric in HOLDS[objective]:
             m, o, f = by["mixed"][metric], by["one-type"][metric], by["fcfs"][metric]
             ok = m < o < f
             print(f"{'ok  ' if ok else 'FAIL'} {objective} {solver} {metric}: mixed {m / 3600:.3f} h < one-type "
@@ -106,7 +116,7 @@ def main():
     ap.add_argument("--hetrain", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--examples", help="the folder of pool.toml and jobs.toml (ordering)")
-    ap.add_argument("--objectives", default="min-avg-jct")
+    ap.add_argument("--objectives", default=",".join(HOLDS))
     ap.add_argument("--solvers", default="auto,greedy", help="auto: the LP where built in")
     ap.add_argument("mode", choices=["bad-input", "ordering"])
     args = ap.parse_args()

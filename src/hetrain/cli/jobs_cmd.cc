@@ -74,7 +74,7 @@ int run_jobs_plan(const JobsOptions& o) {
   const std::vector<sched::Job> jobs = sched::load_jobs(o.jobs, pool);
   const sched::Pricer pricer(pool, jobs);
   std::vector<sched::ActiveJob> all;
-  for (std::size_t j = 0; j < jobs.size(); ++j) all.push_back({j, static_cast<double>(jobs[j].steps)});
+  for (std::size_t j = 0; j < jobs.size(); ++j) all.push_back({j, static_cast<double>(jobs[j].steps), {}, false});
   std::vector<sched::PlanSummary> plans;
   for (const bool one_type : {o.one_type_per_job, !o.one_type_per_job}) {
     sched::PlanOptions each = options;

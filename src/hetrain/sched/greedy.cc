@@ -126,10 +126,9 @@ void greedy_by_worth(const Pricer& p, const std::vector<ActiveJob>& active, cons
 }  // namespace
 
 std::vector<Allocation> greedy_plan(const Pricer& p, const std::vector<ActiveJob>& active,
-                                    const PlanOptions& o, const Allowed& allowed) {
+                                    const PlanOptions& o, const Allowed& allowed, const Capacity& capacity) {
   const std::size_t types = p.pool().types.size();
-  std::vector<std::size_t> free(types);
-  for (std::size_t t = 0; t < types; ++t) free[t] = p.pool().types[t].count;
+  std::vector<std::size_t> free = capacity;
   std::vector<Allocation> alloc(active.size(), Allocation(types, 0));
   const auto pref = preferences(p, active, o, allowed);
   if (o.objective == Objective::kMinAvgJct) {

@@ -13,11 +13,16 @@ namespace hetrain::sched {
 // Fractional machines: x[a][t] of type t for active job a.
 using Fractional = std::vector<std::vector<double>>;
 
+// Machines of each type a plan may hand out: the pool's counts, or what is
+// left of them after the jobs that keep their machines (planner.cc).
+using Capacity = std::vector<std::size_t>;
+Capacity pool_capacity(const Pricer& pricer);
+
 // allowed[a][t]: job a may hold machines of type t (its speed there is
-// positive, the type has machines, and under one type per job it is the
-// job's type).
+// positive, the capacity has machines of it, and under one type per job it
+// is the job's type).
 using Allowed = std::vector<std::vector<bool>>;
-Allowed allowed_types(const Pricer& pricer, const std::vector<ActiveJob>& active);
+Allowed allowed_types(const Pricer& pricer, const std::vector<ActiveJob>& active, const Capacity& capacity);
 
 struct Relaxation {
   bool optimal = false;
@@ -25,26 +30,28 @@ struct Relaxation {
   Fractional x;
 };
 Relaxation solve_relaxation(const Pricer& pricer, const std::vector<ActiveJob>& active, Objective objective,
-                            const Allowed& allowed);
+                            const Allowed& allowed, const Capacity& capacity);
 
 // One type per job from a mixed relaxation: jobs in order of the share their
 // best type carries in it, each taking its best type (by the throughput the
 // relaxation gave it there, then by speed) that still has a machine no
 // earlier job was promised.
 Allowed one_type_each(const Pricer& pricer, const std::vector<ActiveJob>& active, const Fractional& x,
-                      const Allowed& allowed);
+                      const Allowed& allowed, const Capacity& capacity);
 
 std::vector<Allocation> round_relaxation(const Pricer& pricer, const std::vector<ActiveJob>& active,
                                          const PlanOptions& options, const Allowed& allowed,
-                                         const Fractional& x);
+                                         const Fractional& x, const Capacity& capacity);
 
 std::vector<Allocation> greedy_plan(const Pricer& pricer, const std::vector<ActiveJob>& active,
-                                    const PlanOptions& options, const Allowed& allowed);
+                                    const PlanOptions& options, const Allowed& allowed,
+                                    const Capacity& capacity);
 
 // Steps (3) and (4) of round_relaxation: free machines to the jobs that
 // gain, then improve_least.
 void fill_free(const Pricer& pricer, const std::vector<ActiveJob>& active, const PlanOptions& options,
-               const Allowed& allowed, const Fractional& x, std::vector<Allocation>& alloc);
+               const Allowed& allowed, const Fractional& x, const Capacity& capacity,
+               std::vector<Allocation>& alloc);
 
 // Local search after rounding or greedy (max-min, makespan, cost): moves one
 // machine at a time to the job of lowest level while that raises the least

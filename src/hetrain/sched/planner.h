@@ -25,18 +25,26 @@ std::string objective_name(Objective o);
 enum class Solver { kAuto, kLp, kGreedy };  // auto: the LP when built in, greedy otherwise
 Solver parse_solver(const std::string& name);
 
+// Seconds a job loses when its machines change: checkpoint, stop, restart on
+// the new machines and reload (a minute-scale restart of a PyTorch job).
+inline constexpr double kDefaultRestartSeconds = 30.0;
+
 struct PlanOptions {
   Objective objective = Objective::kMaxMinFair;
   Solver solver = Solver::kAuto;
   bool one_type_per_job = false;  // each job on machines of one type only (what equal-split systems need)
+  // What moving a job costs it (plan_value): the planner moves a job only
+  // where the plan's value, with this loss priced in, gains.
+  double restart_seconds = kDefaultRestartSeconds;
 };
 
 // A job waiting or running, with the work it has left and the machines it
-// holds (empty: none), which the LP prefers to keep (a move costs a restart).
+// holds (empty: none). Moving a job that has started costs it a restart.
 struct ActiveJob {
   std::size_t job = 0;  // index into Pricer::jobs()
   double remaining_steps = 0.0;
   Allocation current;
+  bool started = false;  // has held machines before (new ones cost a restart even after a pause)
 };
 
 struct RoundPlan {
@@ -46,7 +54,28 @@ struct RoundPlan {
 };
 
 // Plans one round for `active` (empty allocations for a job left out).
+// Without --one-type-per-job the one-type plan is one of the candidates, so
+// the plan returned is never worse by plan_value than the one-type plan.
 RoundPlan plan_round(const Pricer& pricer, const std::vector<ActiveJob>& active, const PlanOptions& options);
+
+// A plan's worth under its objective, restarts priced in: compared first by
+// `primary`, then by `secondary` (better_plan). Each job counts at its
+// effective rate, R / (R / T + restart) when the plan moves it and T
+// otherwise (R: remaining samples, T: samples/s on the plan), which is its
+// average rate over its remaining work if the plan held until it ends.
+//   max-min fair: least effective share; then the sum of shares T / iso
+//   cost:         least effective share; then minus the money rate
+//   makespan:     least effective T / R (1 / the last predicted finish); then
+//                 the sum of shares
+//   min-avg-jct:  the sum of w T / R (w / the predicted time left); then 0
+struct PlanValue {
+  double primary = 0.0;
+  double secondary = 0.0;
+};
+PlanValue plan_value(const Pricer& pricer, const std::vector<ActiveJob>& active, const PlanOptions& options,
+                     const std::vector<Allocation>& allocation);
+// a beats b: a higher primary (beyond rounding noise), or an equal one and a higher secondary.
+bool better_plan(const PlanValue& a, const PlanValue& b);
 
 // What the objective compares between jobs; lower is needier. max-min and
 // cost: throughput / (weight x isolated); makespan: throughput / remaining

@@ -81,7 +81,8 @@ void add_concave_rows(Program& prog, const Pricer& p, std::size_t a, std::size_t
 }
 
 // Columns x and T, rows capacity, cap and the concave curve.
-Program base_program(const Pricer& p, const std::vector<ActiveJob>& active, const Allowed& allowed) {
+Program base_program(const Pricer& p, const std::vector<ActiveJob>& active, const Allowed& allowed,
+                     const Capacity& machines) {
   Program prog;
   const std::size_t types = p.pool().types.size();
   std::vector<LinearProgram::Row> capacity(types);
@@ -106,7 +107,7 @@ Program base_program(const Pricer& p, const std::vector<ActiveJob>& active, cons
     add_concave_rows(prog, p, a, active[a].job, speed_terms);
   }
   for (std::size_t t = 0; t < types; ++t) {
-    capacity[t].upper = static_cast<double>(p.pool().types[t].count);
+    capacity[t].upper = static_cast<double>(machines[t]);
     if (!capacity[t].terms.empty()) prog.lp.rows.push_back(std::move(capacity[t]));
   }
   return prog;
@@ -184,10 +185,10 @@ Fractional unpack(const Program& prog, const LpSolution& s, std::size_t jobs, st
 }  // namespace
 
 Relaxation solve_relaxation(const Pricer& p, const std::vector<ActiveJob>& active, Objective o,
-                            const Allowed& allowed) {
+                            const Allowed& allowed, const Capacity& capacity) {
   Relaxation out;
   const std::size_t types = p.pool().types.size();
-  Program prog = base_program(p, active, allowed);
+  Program prog = base_program(p, active, allowed, capacity);
   if (o == Objective::kMinAvgJct) {
     const double scale = mean_remaining(p, active);
     for (std::size_t a = 0; a < active.size(); ++a) {
@@ -215,17 +216,23 @@ Relaxation solve_relaxation(const Pricer& p, const std::vector<ActiveJob>& activ
   return out;
 }
 
-Allowed allowed_types(const Pricer& p, const std::vector<ActiveJob>& active) {
+Capacity pool_capacity(const Pricer& p) {
+  Capacity out;
+  for (const MachineType& type : p.pool().types) out.push_back(type.count);
+  return out;
+}
+
+Allowed allowed_types(const Pricer& p, const std::vector<ActiveJob>& active, const Capacity& capacity) {
   Allowed allowed(active.size(), std::vector<bool>(p.pool().types.size(), false));
   for (std::size_t a = 0; a < active.size(); ++a) {
     for (std::size_t t = 0; t < p.pool().types.size(); ++t)
-      allowed[a][t] = p.jobs()[active[a].job].speed[t] > 0.0 && p.pool().types[t].count > 0;
+      allowed[a][t] = p.jobs()[active[a].job].speed[t] > 0.0 && capacity[t] > 0;
   }
   return allowed;
 }
 
 Allowed one_type_each(const Pricer& p, const std::vector<ActiveJob>& active, const Fractional& x,
-                      const Allowed& allowed) {
+                      const Allowed& allowed, const Capacity& capacity) {
   const std::size_t types = p.pool().types.size();
   // Per job, its types best first: by the throughput the relaxation gave it
   // there, then by speed.
@@ -247,8 +254,7 @@ Allowed one_type_each(const Pricer& p, const std::vector<ActiveJob>& active, con
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&top](std::size_t l, std::size_t r) { return top[l] > top[r]; });
-  std::vector<std::size_t> slots(types);
-  for (std::size_t t = 0; t < types; ++t) slots[t] = p.pool().types[t].count;
+  std::vector<std::size_t> slots = capacity;
   Allowed out(active.size(), std::vector<bool>(types, false));
   for (const std::size_t a : order) {
     if (ranked[a].empty()) continue;

@@ -179,10 +179,10 @@ void trim_useless(const Pricer& p, std::size_t job, Allocation& x) {
 }
 
 std::vector<Allocation> round_relaxation(const Pricer& p, const std::vector<ActiveJob>& active,
-                                         const PlanOptions& o, const Allowed& allowed, const Fractional& x) {
+                                         const PlanOptions& o, const Allowed& allowed, const Fractional& x,
+                                         const Capacity& capacity) {
   const std::size_t types = p.pool().types.size();
-  std::vector<std::size_t> free(types);
-  for (std::size_t t = 0; t < types; ++t) free[t] = p.pool().types[t].count;
+  std::vector<std::size_t> free = capacity;
   std::vector<Allocation> alloc(active.size(), Allocation(types, 0));
   for (std::size_t a = 0; a < active.size(); ++a) {
     for (std::size_t t = 0; t < types; ++t) {
@@ -194,15 +194,15 @@ std::vector<Allocation> round_relaxation(const Pricer& p, const std::vector<Acti
     trim_useless(p, active[a].job, alloc[a]);
     for (std::size_t t = 0; t < types; ++t) free[t] += before[t] - alloc[a][t];
   }
-  fill_free(p, active, o, allowed, x, alloc);
+  fill_free(p, active, o, allowed, x, capacity, alloc);
   return alloc;
 }
 
 void fill_free(const Pricer& p, const std::vector<ActiveJob>& active, const PlanOptions& o,
-               const Allowed& allowed, const Fractional& x, std::vector<Allocation>& alloc) {
-  std::vector<std::size_t> free(p.pool().types.size());
+               const Allowed& allowed, const Fractional& x, const Capacity& capacity,
+               std::vector<Allocation>& alloc) {
+  std::vector<std::size_t> free = capacity;
   for (std::size_t t = 0; t < free.size(); ++t) {
-    free[t] = p.pool().types[t].count;
     for (const auto& held : alloc) free[t] -= held[t];
   }
   std::vector<double> rate(active.size());

@@ -98,10 +98,13 @@ void Run::assign(std::size_t j, const Allocation& x) {
 void Run::replan() {
   std::vector<ActiveJob> active;
   for (std::size_t j = 0; j < state_.size(); ++j) {
-    if (state_[j].arrived && !state_[j].done) active.push_back({j, state_[j].remaining, state_[j].alloc});
+    const JobState& s = state_[j];
+    if (s.arrived && !s.done) active.push_back({j, s.remaining, s.alloc, s.started});
   }
   ++res_.rounds;
-  const RoundPlan plan = plan_round(p_, active, o_.plan);
+  PlanOptions plan_options = o_.plan;
+  plan_options.restart_seconds = o_.restart_seconds;
+  const RoundPlan plan = plan_round(p_, active, plan_options);
   for (std::size_t a = 0; a < active.size(); ++a) assign(active[a].job, plan.allocation[a]);
   next_round_ = o_.round_seconds > 0.0 && !active.empty() ? now_ + o_.round_seconds : kInf;
 }

@@ -11,10 +11,6 @@
 
 namespace hetrain::sched {
 
-// Seconds a job loses when its machines change: checkpoint, stop, restart on
-// the new machines and reload (a minute-scale restart of a PyTorch job).
-inline constexpr double kDefaultRestartSeconds = 30.0;
-
 enum class Scheduler {
   kPlanner,  // plan_round at every arrival, completion and round
   kFcfs,     // arrival order, each job its `workers` machines of one type, never moved
@@ -24,6 +20,7 @@ struct SimJobsOptions {
   Scheduler scheduler = Scheduler::kPlanner;
   PlanOptions plan;
   double round_seconds = 0.0;  // also re-plan this long after the last plan (0: on events only)
+  // Lost per move; the planner prices the same (plan.restart_seconds is set to it).
   double restart_seconds = kDefaultRestartSeconds;
 };
 
