@@ -1,10 +1,10 @@
 // What the adaptive policy believes (adaptive.h): each worker's models, the
 // groups of alike workers, and the best split they predict, for independent
 // devices and for workers sharing a host (hosts.h).
-#include "hetrain/alloc/adaptive.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "hetrain/alloc/adaptive.h"
 
 namespace hetrain::alloc {
 namespace {
@@ -126,8 +126,7 @@ SolvedSplit AdaptivePolicy::best_split_for(const Grouping& groups, double& now) 
   SolvedSplit on_hosts = solve_on_hosts(placement_, ms, costs, groups.group, global_batch_, bounds_);
   best.makespan = host_makespan(placement_, ms, costs, best.split);
   now = host_makespan(placement_, ms, costs, incumbent_);
-  // The host plan only where it clearly wins: its fill is a knife edge that
-  // concentrates the batch on the cheapest workers, and CPU-seconds measured
+  // The host plan only where it clearly wins: it rests on CPU-seconds, which
   // on a busy host differ by noise between identical workers.
   return on_hosts.makespan < (1.0 - kHostPlanGain) * best.makespan ? on_hosts : best;
 }

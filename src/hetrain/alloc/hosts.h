@@ -49,8 +49,8 @@ double host_makespan(const Placement& p, const std::vector<WorkerModel>& wall,
 // an idle one) within the larger of 10% and 3 standard errors. On a shared
 // host wall-clock times say more about the neighbours than the worker: a
 // saturated host makes all its workers look alike. By rank: the group's
-// lowest rank (a worker off any host is its own group). The fill below is a
-// knife edge, so noise must not split identical workers into two groups.
+// lowest rank (a worker off any host is its own group). A group holds equal
+// shares; workers merely tied in cost share the budget in proportion.
 // `previous`: the groups of the last call, by rank (empty: none); members of
 // one stay together while they are alike within 1.5 times the tolerance.
 std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostCost>& cost,
@@ -63,10 +63,11 @@ std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostC
 // (cpu_per_sample_i / c_i + wait_per_sample_i) samples (c_i its CPUs), but
 // the host's workers together have C_h T CPU-seconds: they are filled in
 // order of CPU cost per sample, cheapest first, each up to o_i(T), until the
-// budget is spent. Members of one group (`group`, by rank; identical
-// workers) are filled together and share evenly, so identical workers get
-// identical shares. Bisection finds the smallest T whose capacity holds
-// `total`; the parts are rounded by largest remainder.
+// budget is spent. Workers whose costs tie (within 20%, or their errors, up
+// to 2x) form a tier filled at once: one the budget cannot fill gets the
+// same fraction of each member's o_i(T), so none idles on noise. Members of one group (`group`, by rank;
+// identical workers) are filled together and share evenly, so identical workers get identical shares.
+// Bisection finds the smallest T whose capacity holds `total`; the parts are rounded by largest remainder.
 SolvedSplit solve_on_hosts(const Placement& p, const std::vector<WorkerModel>& wall,
                            const std::vector<HostCost>& cost, const std::vector<std::size_t>& group,
                            std::size_t total, const Bounds& bounds);
