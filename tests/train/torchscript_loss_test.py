@@ -37,43 +37,31 @@ import sys, torch
 import torch.nn.functional as F
 torch.manual_seed(0)
 
-class Huber(torch.nn.Module):
+class Linear(torch.nn.Module):
+    # one linear layer; each model below differs only in its loss
     def __init__(self):
         super().__init__()
         self.fc = torch.nn.Linear(int(sys.argv[2]), 1)
     def forward(self, x):
         return self.fc(x)
+
+class Huber(Linear):
     @torch.jit.export
     def loss(self, output, target):
         # smooth-L1 (Huber): quadratic below 1, linear above; none of --loss's built-ins
         return F.smooth_l1_loss(output, target.reshape(output.shape), beta=1.0)
 
-class PerSample(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(int(sys.argv[2]), 1)
-    def forward(self, x):
-        return self.fc(x)
+class PerSample(Linear):
     @torch.jit.export
     def loss(self, output, target):
         return (output - target.reshape(output.shape)).abs()
 
-class OneArgument(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(int(sys.argv[2]), 1)
-    def forward(self, x):
-        return self.fc(x)
+class OneArgument(Linear):
     @torch.jit.export
     def loss(self, output):
         return output.mean()
 
-class TargetsOnly(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(int(sys.argv[2]), 1)
-    def forward(self, x):
-        return self.fc(x)
+class TargetsOnly(Linear):
     @torch.jit.export
     def loss(self, output, target):
         return target.mean()
