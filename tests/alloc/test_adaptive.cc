@@ -258,4 +258,42 @@ TEST(Groups, ANoiseMarginSlowsNoisierGroupsAndKeepsMembersEqual) {
   EXPECT_EQ(s.split[0], s.split[1]);
 }
 
+TEST(Groups, NoiseApartBeyondItsOwnErrorCutsAGroup) {
+  // One group by speed; two members exact, two with 10% noise. Estimated
+  // within 1% the noise is 0.1 apart, past the limit (0.089): two parts,
+  // each labelled by a rank of its own.
+  const std::vector<std::size_t> one{0, 0, 0, 0};
+  const std::vector<double> sigmas{0.0, 0.1, 0.0, 0.1};
+  const std::vector<std::size_t> cut = part_by_noise(one, sigmas, {0.01, 0.01, 0.01, 0.01}, 0.089, 3.0);
+  EXPECT_EQ(cut[0], cut[2]);
+  EXPECT_EQ(cut[1], cut[3]);
+  EXPECT_NE(cut[0], cut[1]);
+  // Estimates that uncertain (0.06 each: three errors of the difference are
+  // 0.25) cannot tell the noise apart: one group.
+  const std::vector<std::size_t> kept = part_by_noise(one, sigmas, {0.06, 0.06, 0.06, 0.06}, 0.089, 3.0);
+  EXPECT_EQ(kept, (std::vector<std::size_t>(4, kept[0])));
+  // Different groups stay apart whatever their noise.
+  const std::vector<std::size_t> two{0, 0, 2, 2};
+  const std::vector<std::size_t> same = part_by_noise(two, {0.0, 0.0, 0.0, 0.0}, {0, 0, 0, 0}, 0.089, 3.0);
+  EXPECT_EQ(same[0], same[1]);
+  EXPECT_EQ(same[2], same[3]);
+  EXPECT_NE(same[0], same[2]);
+}
+
+TEST(Groups, TheRemainderGoesToTheQuietestMembersAndStaysAgainstDrift) {
+  // 23 samples over six alike workers: five get 4. Ranks 0-2 are noisy, so
+  // the quiet ranks 3-5 take their extra samples first.
+  const std::vector<std::size_t> group(6, 0);
+  const std::vector<double> noise{0.1, 0.1, 0.1, 0.0, 0.0, 0.0};
+  EXPECT_EQ(even_out({4, 4, 4, 4, 4, 3}, group, noise, 0.089), (std::vector<std::size_t>{4, 4, 3, 4, 4, 4}));
+  // Without noise figures: the lowest ranks.
+  EXPECT_EQ(even_out({3, 4, 4, 4, 4, 4}, group), (std::vector<std::size_t>{4, 4, 4, 4, 4, 3}));
+  // Estimates 0.02 apart (within the hold): whoever holds the extra sample keeps it.
+  const std::vector<std::size_t> pair(2, 0);
+  EXPECT_EQ(even_out({4, 5}, pair, {0.05, 0.07}, 0.089), (std::vector<std::size_t>{4, 5}));
+  EXPECT_EQ(even_out({5, 4}, pair, {0.05, 0.07}, 0.089), (std::vector<std::size_t>{5, 4}));
+  // With no hold the quieter one takes it.
+  EXPECT_EQ(even_out({4, 5}, pair, {0.05, 0.07}, 0.0), (std::vector<std::size_t>{5, 4}));
+}
+
 }  // namespace hetrain::alloc

@@ -258,7 +258,7 @@ void AdaptivePolicy::plan_extension(double measured_gain) {
     }
     next[i] = static_cast<std::size_t>(b);
   }
-  if (groups_.size() == next.size()) next = even_out(next, groups_);
+  if (groups_.size() == next.size()) next = even_out(next, groups_, noise_by_rank(), noise_limit());
   extension_ = Extension{std::move(next), measured_gain};
 }
 
@@ -342,7 +342,8 @@ void AdaptivePolicy::propose(std::size_t step) {
   const Grouping groups = grouped_models();
   groups_ = groups.group;
   // Identical workers hold equal shares: a change the model calls neutral.
-  if (std::vector<std::size_t> even = even_out(incumbent_, groups.group); even != incumbent_) {
+  if (std::vector<std::size_t> even = even_out(incumbent_, groups.group, noise_by_rank(), noise_limit());
+      even != incumbent_) {
     incumbent_ = split_ = std::move(even);
     ++stats_.moves;
   }

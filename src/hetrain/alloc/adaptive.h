@@ -158,6 +158,11 @@ class AdaptivePolicy final : public Policy {
   void propose(std::size_t step);
   std::optional<double> model_band();
   Grouping grouped_models() const;
+  // Each worker's relative noise (standard deviations) as its model measures it.
+  std::vector<double> noise_by_rank() const;
+  // Noise (relative standard deviations) further apart than this costs more
+  // than group_tolerance in the noise margin: such workers are not alike.
+  double noise_limit() const;
   SolvedSplit best_split_for(const Grouping& groups, double& now) const;
   bool hosts_known() const;
   std::vector<HostCost> host_costs() const;

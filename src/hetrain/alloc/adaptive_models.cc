@@ -3,6 +3,7 @@
 // devices and for workers sharing a host (hosts.h).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "hetrain/alloc/adaptive.h"
 
@@ -51,6 +52,17 @@ std::optional<double> AdaptivePolicy::model_band() {
   return band;
 }
 
+std::vector<double> AdaptivePolicy::noise_by_rank() const {
+  std::vector<double> sigmas;
+  for (const auto& c : cost_) sigmas.push_back(kSigmaPerMad * c.relative_scatter());
+  return sigmas;
+}
+
+double AdaptivePolicy::noise_limit() const {
+  return config_.noise_margin > 0.0 ? config_.group_tolerance / config_.noise_margin
+                                    : std::numeric_limits<double>::infinity();
+}
+
 Grouping AdaptivePolicy::grouped_models() const {
   std::vector<double> errors;
   for (const auto& c : cost_) {
@@ -58,10 +70,19 @@ Grouping AdaptivePolicy::grouped_models() const {
     errors.push_back(n > 0.0 ? kMedianErrorPerScatter * c.relative_scatter() / std::sqrt(n) : 0.0);
   }
   const double typical_batch = static_cast<double>(global_batch_) / static_cast<double>(cost_.size());
+  const std::vector<double> sigmas = noise_by_rank();
+  std::vector<double> sigma_errors;
+  for (std::size_t i = 0; i < cost_.size(); ++i) {
+    const double n = static_cast<double>(std::max<std::size_t>(cost_[i].samples(), 1));
+    sigma_errors.push_back(kMadSigmaError * sigmas[i] / std::sqrt(n));
+  }
+  auto by_noise = [&](const std::vector<std::size_t>& label) {
+    return part_by_noise(label, sigmas, sigma_errors, noise_limit(), config_.group_bands);
+  };
   Grouping g =
       pool_alike(models(), errors,
                  Likeness{incumbent_, typical_batch, config_.group_tolerance, config_.group_bands}, groups_);
-  if (!hosts_known()) return g;
+  if (!hosts_known()) return pool_labelled(models(), by_noise(g.group));
   // On shared hosts, groups by CPU cost (hosts.h: wall-clock times there say
   // more about the neighbours); the other workers keep their groups among
   // themselves, each labelled by its lowest such rank.
@@ -73,7 +94,7 @@ Grouping AdaptivePolicy::grouped_models() const {
   for (std::size_t r = 0; r < cost_.size(); ++r) {
     if (placement_.host[r] == kNoHost) label[r] = lowest[g.group[r]];
   }
-  return pool_labelled(models(), label);
+  return pool_labelled(models(), by_noise(label));
 }
 
 bool AdaptivePolicy::hosts_known() const {

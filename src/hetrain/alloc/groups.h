@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "hetrain/alloc/policy.h"
@@ -160,15 +161,60 @@ inline Grouping pool_labelled(const std::vector<WorkerModel>& ms, const std::vec
   return out;
 }
 
-// `split` with each group's samples spread evenly over its members (the
-// remainder to the lowest ranks): identical workers hold equal shares. The
-// group's total, so the sum and, on average, the bounds hold.
+// The standard error of a noise estimate from the median absolute
+// deviation of n normal samples: about 1.17 sigma / sqrt(n).
+inline constexpr double kMadSigmaError = 1.17;
+
+// `label` with each group cut where its members' noise (`sigmas`, relative
+// standard deviations) differs by more than the larger of `limit` and
+// `bands` standard errors of the difference (`errors`), members in order of
+// noise: a quiet worker and a noisy one of the same mean speed are not
+// alike, since a synchronous step waits for the noisy one's slow draws (the
+// noise margin); estimates of equal noise differ by their own error, which
+// must not cut identical workers apart. Each part is labelled by one of its ranks.
+inline std::vector<std::size_t> part_by_noise(const std::vector<std::size_t>& label,
+                                              const std::vector<double>& sigmas,
+                                              const std::vector<double>& errors, double limit, double bands) {
+  const std::size_t n = label.size();
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::make_pair(label[a], sigmas[a]) < std::make_pair(label[b], sigmas[b]);
+  });
+  std::vector<std::size_t> out(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t r = order[k], prev = k > 0 ? order[k - 1] : r;
+    const double apart = std::max(limit, bands * std::hypot(errors[r], errors[prev]));
+    const bool same = k > 0 && label[prev] == label[r] && sigmas[r] - sigmas[prev] <= apart;
+    out[r] = same ? out[prev] : r;
+  }
+  return out;
+}
+
+// `split` with each group's samples spread evenly over its members: identical
+// workers hold equal shares. The remainder goes to the quietest members
+// (`noise`, by rank; empty: all alike), ties to the lowest ranks: a step
+// waits for its slowest draw, so an extra sample costs least where the noise
+// is least. A member that holds an extra sample keeps it against one less
+// noisy by `hold` or less, so noise estimates drifting within that do not
+// move samples between identical workers. The group's total, so the sum and,
+// on average, the bounds hold.
 inline std::vector<std::size_t> even_out(const std::vector<std::size_t>& split,
-                                         const std::vector<std::size_t>& group) {
-  std::vector<std::size_t> total(split.size(), 0), members(split.size(), 0), seen(split.size(), 0);
-  for (std::size_t i = 0; i < split.size(); ++i) total[group[i]] += split[i], ++members[group[i]];
-  std::vector<std::size_t> out(split.size());
-  for (std::size_t i = 0; i < split.size(); ++i) {
+                                         const std::vector<std::size_t>& group,
+                                         const std::vector<double>& noise = {}, double hold = 0.0) {
+  const std::size_t n = split.size();
+  std::vector<std::size_t> total(n, 0), members(n, 0), seen(n, 0), order(n);
+  for (std::size_t i = 0; i < n; ++i) total[group[i]] += split[i], ++members[group[i]];
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (noise.size() == n) {
+    std::vector<double> key(n);
+    for (std::size_t i = 0; i < n; ++i)
+      key[i] = noise[i] - (split[i] > total[group[i]] / members[group[i]] ? hold : 0.0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
+  }
+  std::vector<std::size_t> out(n);
+  for (const std::size_t i : order) {
     const std::size_t g = group[i];
     out[i] = total[g] / members[g] + (seen[g]++ < total[g] % members[g] ? 1 : 0);
   }
