@@ -11,6 +11,7 @@ import statistics
 FOLLOW_TOLERANCE = 0.10   # a worker's share counts as followed within 10% of its target share...
 FOLLOW_FLOOR_SAMPLES = 1  # ...or within one sample: integer splits cannot round closer than that
 FOLLOW_HOLD_STEPS = 3     # and the split must stay there this many steps: a passing crossing is not following
+ROUNDING_SAMPLES = 1      # shares of equal-speed workers one sample apart are the rounding of whole samples
 
 
 def train_seconds(doc):
@@ -79,13 +80,15 @@ def steps_to_follow(splits, target, start):
 
 
 def identical_spread(split, speeds):
-    """Largest max/min - 1 of the shares among workers of equal true speed (0 if none are equal)."""
+    """Largest max/min - 1 of the shares among workers of equal true speed (0 if none are equal). Shares one
+    sample apart count as 0: a split of whole samples cannot do better (16 over three equal workers is
+    6, 5, 5), as in the simulator's property test."""
     groups = {}
     for rank, s in enumerate(speeds):
         groups.setdefault(s, []).append(split[rank])
     spread = 0.0
     for shares in groups.values():
-        if len(shares) > 1:
+        if len(shares) > 1 and max(shares) - min(shares) > ROUNDING_SAMPLES:
             spread = max(spread, max(shares) / max(min(shares), 1) - 1.0)
     return spread
 

@@ -159,6 +159,30 @@ double brute_force_least_share(const Pricer& p) {
   return best;
 }
 
+// A random small case: 2-3 machine types of 1-5 machines each, 2 to
+// `max_jobs` jobs with speeds 1-100 on each type (and, with `varied_steps`,
+// 1-400 steps each).
+struct RandomCase {
+  std::vector<std::size_t> counts;
+  Pool pool;
+  std::vector<Job> jobs;
+};
+
+RandomCase random_case(std::mt19937& rng, std::size_t max_jobs, bool varied_steps) {
+  std::uniform_int_distribution<std::size_t> types_n(2, 3), jobs_n(2, max_jobs), count(1, 5), steps(1, 400);
+  std::uniform_real_distribution<double> speed(1.0, 100.0);
+  RandomCase c;
+  c.counts.resize(types_n(rng));
+  for (auto& n : c.counts) n = count(rng);
+  c.pool = pool_of(c.counts);
+  for (std::size_t j = jobs_n(rng); j > 0; --j) {
+    std::vector<double> v(c.counts.size());
+    for (auto& s : v) s = speed(rng);
+    c.jobs.push_back(varied_steps ? job_of(v, steps(rng)) : job_of(v));
+  }
+  return c;
+}
+
 // The stated factors (docs/scheduling.md): on 200 random pools of 2-3 types
 // with up to 5 machines each and 2-3 jobs, the LP plan's least share is at
 // least kRoundedFactor of the best integer plan's, and the greedy plan's at
@@ -169,20 +193,11 @@ constexpr double kGreedyFactor = 0.9;
 TEST(Planner, GreedyAndRoundingWithinStatedFactors) {
   if (!lp_solver_available()) GTEST_SKIP() << "built without an LP solver";
   std::mt19937 rng(11);
-  std::uniform_int_distribution<std::size_t> types_n(2, 3), jobs_n(2, 3), count(1, 5);
-  std::uniform_real_distribution<double> speed(1.0, 100.0);
   double worst_rounded = 1.0, worst_greedy = 1.0;
   for (int trial = 0; trial < 200; ++trial) {
-    std::vector<std::size_t> counts(types_n(rng));
-    for (auto& c : counts) c = count(rng);
-    const Pool pool = pool_of(counts);
-    std::vector<Job> jobs;
-    for (std::size_t j = jobs_n(rng); j > 0; --j) {
-      std::vector<double> v(counts.size());
-      for (auto& s : v) s = speed(rng);
-      jobs.push_back(job_of(v));
-    }
-    const Pricer p(pool, jobs);
+    const RandomCase c = random_case(rng, 3, false);
+    const std::vector<Job>& jobs = c.jobs;
+    const Pricer p(c.pool, jobs);
     const double best = brute_force_least_share(p);
     const double lp = least_share(p, plan_round(p, all_of(jobs), {}).allocation);
     PlanOptions greedy;
@@ -248,21 +263,13 @@ std::vector<ActiveJob> random_running(const Pool& pool, const std::vector<Job>& 
 // and solver; and neither plan holds more machines than the pool has.
 TEST(Planner, MixedPlanNeverWorseThanOneTypePlan) {
   std::mt19937 rng(23);
-  std::uniform_int_distribution<std::size_t> types_n(2, 3), jobs_n(2, 4), count(1, 5), steps(1, 400);
-  std::uniform_real_distribution<double> speed(1.0, 100.0);
   for (int trial = 0; trial < 300; ++trial) {
-    std::vector<std::size_t> counts(types_n(rng));
-    for (auto& c : counts) c = count(rng);
-    const Pool pool = pool_of(counts);
-    std::vector<Job> jobs;
-    for (std::size_t j = jobs_n(rng); j > 0; --j) {
-      std::vector<double> v(counts.size());
-      for (auto& s : v) s = speed(rng);
-      jobs.push_back(job_of(v, steps(rng)));
-      jobs.back().global_batch = 64;  // small enough that the one-sample minimum and the step shape matter
-    }
-    const Pricer p(pool, jobs);
-    const std::vector<ActiveJob> active = random_running(pool, jobs, rng);
+    RandomCase c = random_case(rng, 4, true);
+    // Small enough that the one-sample minimum and the step shape matter.
+    for (Job& j : c.jobs) j.global_batch = 64;
+    const std::vector<std::size_t>& counts = c.counts;
+    const Pricer p(c.pool, c.jobs);
+    const std::vector<ActiveJob> active = random_running(c.pool, c.jobs, rng);
     for (const Objective objective :
          {Objective::kMaxMinFair, Objective::kMinAvgJct, Objective::kMakespan, Objective::kCost}) {
       for (const Solver solver : {Solver::kAuto, Solver::kGreedy}) {
