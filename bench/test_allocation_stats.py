@@ -67,8 +67,13 @@ class Follow(unittest.TestCase):
 
 class IdenticalSpread(unittest.TestCase):
     def test_only_equal_speeds_are_compared(self):
-        self.assertAlmostEqual(stats.identical_spread([20, 21, 20, 3], [1, 1, 1, 0.25]), 0.05)
+        self.assertAlmostEqual(stats.identical_spread([40, 42, 40, 6], [1, 1, 1, 0.25]), 0.05)
         self.assertEqual(stats.identical_spread([30, 20, 10, 4], [1, 0.8, 0.5, 0.25]), 0.0)
+
+    def test_one_sample_apart_is_rounding(self):
+        self.assertEqual(stats.identical_spread([6, 5, 5, 0], [1, 1, 1, 0.25]), 0.0)
+        self.assertAlmostEqual(stats.identical_spread([7, 5, 4, 0], [1, 1, 1, 0.25]), 0.75)
+        self.assertAlmostEqual(stats.identical_spread([86, 85, 0, 85], [1, 1, 1, 0.25]), 85.0)
 
 
 if __name__ == "__main__":
