@@ -163,7 +163,6 @@ double brute_force_least_share(const Pricer& p) {
 // `max_jobs` jobs with speeds 1-100 on each type (and, with `varied_steps`,
 // 1-400 steps each).
 struct RandomCase {
-  std::vector<std::size_t> counts;
   Pool pool;
   std::vector<Job> jobs;
 };
@@ -171,12 +170,11 @@ struct RandomCase {
 RandomCase random_case(std::mt19937& rng, std::size_t max_jobs, bool varied_steps) {
   std::uniform_int_distribution<std::size_t> types_n(2, 3), jobs_n(2, max_jobs), count(1, 5), steps(1, 400);
   std::uniform_real_distribution<double> speed(1.0, 100.0);
-  RandomCase c;
-  c.counts.resize(types_n(rng));
-  for (auto& n : c.counts) n = count(rng);
-  c.pool = pool_of(c.counts);
+  std::vector<std::size_t> counts(types_n(rng));
+  for (auto& n : counts) n = count(rng);
+  RandomCase c{pool_of(counts), {}};
   for (std::size_t j = jobs_n(rng); j > 0; --j) {
-    std::vector<double> v(c.counts.size());
+    std::vector<double> v(counts.size());
     for (auto& s : v) s = speed(rng);
     c.jobs.push_back(varied_steps ? job_of(v, steps(rng)) : job_of(v));
   }
@@ -267,7 +265,6 @@ TEST(Planner, MixedPlanNeverWorseThanOneTypePlan) {
     RandomCase c = random_case(rng, 4, true);
     // Small enough that the one-sample minimum and the step shape matter.
     for (Job& j : c.jobs) j.global_batch = 64;
-    const std::vector<std::size_t>& counts = c.counts;
     const Pricer p(c.pool, c.jobs);
     const std::vector<ActiveJob> active = random_running(c.pool, c.jobs, rng);
     for (const Objective objective :
@@ -282,12 +279,12 @@ TEST(Planner, MixedPlanNeverWorseThanOneTypePlan) {
         EXPECT_FALSE(
             better_plan(plan_value(p, active, o, one.allocation), plan_value(p, active, o, mixed.allocation)))
             << "trial " << trial << " " << objective_name(objective);
-        for (std::size_t t = 0; t < counts.size(); ++t) {
+        for (std::size_t t = 0; t < c.pool.types.size(); ++t) {
           std::size_t used = 0, used_one = 0;
           for (std::size_t a = 0; a < active.size(); ++a)
             used += mixed.allocation[a][t], used_one += one.allocation[a][t];
-          EXPECT_LE(used, counts[t]) << trial;
-          EXPECT_LE(used_one, counts[t]) << trial;
+          EXPECT_LE(used, c.pool.types[t].count) << trial;
+          EXPECT_LE(used_one, c.pool.types[t].count) << trial;
         }
       }
     }
