@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <numeric>
 #include <queue>
+#include <tuple>
 
 #include "hetrain/sched/plan_steps.h"
 
@@ -135,14 +136,22 @@ std::vector<Allocation> greedy_plan(const Pricer& p, const std::vector<ActiveJob
     greedy_by_worth(p, active, o, pref, free, alloc);
     return alloc;
   }
-  using Entry = std::pair<double, std::size_t>;  // (level, active index), lowest first
+  // (level, machines of the types it may use, active index), lowest first:
+  // tied, the job with fewer usable machines goes first, since the other
+  // can still be served elsewhere.
+  using Entry = std::tuple<double, std::size_t, std::size_t>;
+  std::vector<std::size_t> usable(active.size(), 0);
+  for (std::size_t a = 0; a < active.size(); ++a) {
+    for (std::size_t t = 0; t < types; ++t) usable[a] += allowed[a][t] ? capacity[t] : 0;
+  }
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
-  for (std::size_t a = 0; a < active.size(); ++a) queue.emplace(job_level(p, o.objective, active[a], 0.0), a);
+  for (std::size_t a = 0; a < active.size(); ++a)
+    queue.emplace(job_level(p, o.objective, active[a], 0.0), usable[a], a);
   while (!queue.empty() && std::accumulate(free.begin(), free.end(), std::size_t{0}) > 0) {
-    const std::size_t a = queue.top().second;
+    const std::size_t a = std::get<2>(queue.top());
     queue.pop();
     if (!add_one(p, active[a], pref[a], o.one_type_per_job, alloc[a], free)) continue;
-    queue.emplace(job_level(p, o.objective, active[a], p.throughput(active[a].job, alloc[a])), a);
+    queue.emplace(job_level(p, o.objective, active[a], p.throughput(active[a].job, alloc[a])), usable[a], a);
   }
   improve_least(p, active, o, allowed, alloc);
   return alloc;

@@ -48,6 +48,13 @@ double remaining_samples(const Pricer& p, const ActiveJob& a) {
   return std::max(a.remaining_steps, 1.0) * static_cast<double>(p.jobs()[a.job].global_batch);
 }
 
+// Free machines of the types a job may use.
+std::size_t usable(const std::vector<bool>& allowed, const std::vector<std::size_t>& free) {
+  std::size_t n = 0;
+  for (std::size_t t = 0; t < free.size(); ++t) n += allowed[t] ? free[t] : 0;
+  return n;
+}
+
 // The best (job, type) for the next free machine, or found = false.
 Choice best_choice(const Pricer& p, const std::vector<ActiveJob>& active, const PlanOptions& o,
                    const Allowed& allowed, const Fractional& x, std::vector<Allocation>& alloc,
@@ -71,7 +78,11 @@ Choice best_choice(const Pricer& p, const std::vector<ActiveJob>& active, const 
       const double score = o.objective == Objective::kMinAvgJct
                                ? (1.0 + keep) * job.weight * gained / remaining_samples(p, active[a])
                                : -(1.0 - keep) * job_level(p, o.objective, active[a], rate[a]);
-      if (score > best.score) best = {a, t, score, true};
+      // Tied, the job with fewer free machines it may use goes first: the
+      // other can still be served elsewhere (a job left with nothing while
+      // another took its only type is max-min's worst plan).
+      if (score > best.score || (score == best.score && usable(allowed[a], free) < usable(allowed[best.a], free)))
+        best = {a, t, score, true};
     }
   }
   return best;
