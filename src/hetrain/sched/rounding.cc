@@ -67,6 +67,8 @@ Choice best_choice(const Pricer& p, const std::vector<ActiveJob>& active, const 
       if (!allowed[a][t] || machines_in(alloc[a]) >= std::min(job.cap(), p.pool().machines())) continue;
       const bool fraction = x[a][t] - std::floor(x[a][t] + kIntegerSlack) > kIntegerSlack;
       if (o.objective == Objective::kCost && machines_in(alloc[a]) > 0 && !fraction) continue;
+      // Under one type per job, a job that holds machines takes more of its type only.
+      if (o.one_type_per_job && machines_in(alloc[a]) > alloc[a][t]) continue;
       ++alloc[a][t];
       const double gained = p.throughput(active[a].job, alloc[a]) - rate[a];
       --alloc[a][t];
