@@ -101,3 +101,33 @@ inline std::vector<ActiveJob> random_running(const Pool& pool, const std::vector
 }
 
 }  // namespace hetrain::sched::testing
+
+namespace hetrain::sched::testing {
+
+// A random job trace on a random pool: 2-4 machine types of 1-8 machines,
+// 6-14 jobs arriving over the first hour, 50-2,000 steps each, speeds
+// 1-100 samples/s per machine drawn per job and type (some types a job
+// cannot run on), batches of 64, 512 or 4,096, step overheads, gradients
+// on a 10 Gbit/s network, weights 1 or 2, 1-4 machines asked for under FCFS.
+inline RandomCase random_trace(std::mt19937& rng) {
+  CaseShape shape;
+  shape.max_types = 4;
+  shape.max_count = 8;
+  shape.min_jobs = 6;
+  shape.max_jobs = 14;
+  shape.max_steps = 2000;
+  shape.varied = true;
+  RandomCase c = random_case(rng, shape);
+  constexpr double kArrivalWindow = 3600.0;  // seconds
+  std::uniform_real_distribution<double> arrival(0.0, kArrivalWindow);
+  const std::size_t batches[] = {64, 512, 4096};
+  for (Job& j : c.jobs) {
+    j.steps = std::max<std::size_t>(j.steps, 50);
+    j.global_batch = batches[rng() % 3];
+    j.arrival = arrival(rng);
+    j.workers = 1 + rng() % 4;
+  }
+  return c;
+}
+
+}  // namespace hetrain::sched::testing

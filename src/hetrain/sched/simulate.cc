@@ -106,6 +106,7 @@ void Run::replan() {
   plan_options.restart_seconds = o_.restart_seconds;
   const RoundPlan plan = plan_round(p_, active, plan_options);
   for (std::size_t a = 0; a < active.size(); ++a) assign(active[a].job, plan.allocation[a]);
+  if (o_.on_plan) o_.on_plan(active, plan.allocation);
   next_round_ = o_.round_seconds > 0.0 && !active.empty() ? now_ + o_.round_seconds : kInf;
 }
 
@@ -143,13 +144,23 @@ void Run::start_fcfs() {
       if (free[t] >= want && step[t] <= kFcfsSlowest * fastest && (best == types || step[t] < step[best]))
         best = t;
     }
-    if (best == types) return;  // head-of-line blocking
+    if (best == types) break;  // head-of-line blocking
     Allocation x(types, 0);
     x[best] = want;
     free[best] -= want;
     assign(j, x);
     ++res_.rounds;
   }
+  if (!o_.on_plan) return;
+  std::vector<ActiveJob> present;
+  std::vector<Allocation> held;
+  for (std::size_t j = 0; j < state_.size(); ++j) {
+    const JobState& s = state_[j];
+    if (!s.arrived || s.done) continue;
+    present.push_back({j, s.remaining, s.alloc, s.started});
+    held.push_back(s.alloc);
+  }
+  o_.on_plan(present, held);
 }
 
 double Run::next_completion(std::size_t* job) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct SimJobsOptions {
   double round_seconds = 0.0;  // also re-plan this long after the last plan (0: on events only)
   // Lost per move; the planner prices the same (plan.restart_seconds is set to it).
   double restart_seconds = kDefaultRestartSeconds;
+  // Called after every plan (FCFS: every start) with the jobs present, as
+  // the planner saw them, and the machines each holds from then on (tests
+  // check every plan with it; empty: not called).
+  std::function<void(const std::vector<ActiveJob>&, const std::vector<Allocation>&)> on_plan;
 };
 
 struct JobOutcome {
