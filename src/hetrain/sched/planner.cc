@@ -116,6 +116,13 @@ RoundPlan plan_once(const Pricer& p, const std::vector<ActiveJob>& active, const
     }
     fill_free(p, active, o, allowed, r.x, capacity, out.allocation);
   }
+  // The greedy plan is a candidate too: rounding can leave a job below the
+  // level the greedy reaches (tests/sched/test_optimum.cc measures both).
+  std::vector<Allocation> greedy = greedy_plan(p, active, o, all, capacity);
+  if (better_plan(plan_value(p, active, o, greedy), plan_value(p, active, o, out.allocation))) {
+    out.allocation = std::move(greedy);
+    out.used_lp = false;
+  }
   return out;
 }
 
