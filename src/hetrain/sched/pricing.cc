@@ -90,7 +90,7 @@ double Pricer::exact_step_seconds(std::size_t j, const Allocation& x) const {
     for (std::size_t k = 0; k < x[t]; ++k) models.push_back({job.overhead, job.speed[t]});
   }
   alloc::Bounds bounds;
-  bounds.min_local = 1;  // as hetrain plan and the adaptive policy: every worker keeps a sample
+  bounds.min_local = 1;  // the same floor as step_seconds' grouped split, so the two prices compare
   const alloc::SolvedSplit solved = alloc::solve_split(models, job.global_batch, bounds);
   return solved.makespan + allreduce(j, n) + job.step_overhead;
 }
