@@ -1,10 +1,11 @@
 // The planner against the true optimum: on small seeded random pools (2-3
-// types of 1-5 machines, 2-4 jobs, half of the cases in the middle of a
-// trace with jobs running), every integer plan is enumerated (plan_search.h,
-// test-side) and the LP plan and the greedy plan are measured against the
-// best, under every objective. The stated fractions were measured on the
-// tuning seeds and are asserted, with a margin, on the judging seeds
-// (docs/scheduling.md, "Against the optimum", has both and the command).
+// types of 1-5 machines, 2-4 jobs), each planned as a trace's first round
+// and in the middle of one (jobs running, restarts priced), every integer
+// plan is enumerated (plan_search.h, test-side) and the LP plan and the
+// greedy plan are measured against the best, under every objective. The
+// stated fractions were measured on the tuning seeds and are asserted, with
+// a margin, on the judging seeds (docs/scheduling.md, "Against the
+// optimum", has both and the commands).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -216,7 +217,7 @@ TEST(Optimum, ReferenceAgreesWithTheDefinition) {
   const Search best = testing::exhaustive(p, testing::all_waiting(jobs), 30.0);
   EXPECT_NEAR(best.mixed.least_share, 0.6, 1e-12);     // {3,0} and {1,4}
   EXPECT_NEAR(best.one_type.least_share, 0.5, 1e-12);  // {4,0} and {0,4}
-  EXPECT_EQ(best.plans, 15u * 15u);                    // (k, 4-k.. ) pairs per type: C(6,2) = 15
+  EXPECT_EQ(best.plans, 15u * 15u);                    // per type, x_0 + x_1 <= 4: C(6,2) = 15 pairs
   for (unsigned seed = 1; seed <= 50; ++seed) {
     std::mt19937 rng(seed);
     const testing::RandomCase c = testing::random_case(rng, optimum_shape());
