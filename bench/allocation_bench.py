@@ -15,7 +15,7 @@ judged against ("base": main's 414595a, built by bench/allocation_baseline.sh). 
   device-slow   4       mlp              64   100   device, and rank 1 4x slower from 40% of the steps on
   mixed6        6       mlp              384  100   --speeds 1,0.8,0.5,0.5,1,0.3 on the host CPUs, rank 1 4x
                                                     slower from 40%
-  mixed6-device 6       mlp              384  100   mixed6 on emulated devices (--sample-cost-ms 0.5), its
+  mixed6-device 6       mlp              384  100   mixed6 on emulated devices (--sample-cost-ms 1), its
                                                     slowdown kept
   recovery      4       cnn              256  60    host CPUs, ranks 1-3 4x slower from 20% of the steps,
                                                     back to full speed at 50% (--slowdown R@S:0.25,R@S2:1)
@@ -297,8 +297,8 @@ def main():
     summary = print_all(scenarios, runs)
     print(f"\n{len(runs)} runs in {time.monotonic() - started:.0f} s")
     if a.json:
-        write_json(a.json, {"argv": sys.argv, "binaries": a.binaries, "complete": True, "scenarios": [sc.__dict__ for sc in scenarios],
-                            "summary": summary, "runs": runs})
+        write_json(a.json, {"argv": sys.argv, "binaries": a.binaries, "complete": True,
+                            "scenarios": [sc.__dict__ for sc in scenarios], "summary": summary, "runs": runs})
 
 
 if __name__ == "__main__":

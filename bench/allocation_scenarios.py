@@ -64,17 +64,18 @@ SLOW = (1, 1, 1, 0.25)
 MIXED6 = (1, 0.8, 0.5, 0.5, 1, 0.3)
 RECOVERY = (tuple((r, RECOVERY_SLOW_AT, 1 / SLOWDOWN_FACTOR) for r in RECOVERY_RANKS)
             + tuple((r, RECOVERY_AT, 1.0) for r in RECOVERY_RANKS))
-# mixed6-device's emulated cost per sample (ms at speed 1): the device's time dominates the step (its slowest
-# worker holds 64 samples x 0.5 / 0.3 = 107 ms under equal), at half device's cost so a run stays short.
-MIXED6_DEVICE_COST_MS = 0.5
+# The emulated devices' cost per sample (ms at speed 1), device's and mixed6-device's alike: the device's time
+# dominates the step (mixed6-device: 384 / 4.1 = 94 ms per worker balanced against a few ms of mlp on the host).
+DEVICE_COST_MS = 1.0
 SCENARIOS = [
     Scenario("identical", "cnn", 256, 60, (1, 1, 1, 1)),
     Scenario("cpu-slow", "cnn", 256, 60, SLOW),
     Scenario("cgroup", "script", 256, 100, SLOW, cgroup_rank=3),
-    Scenario("device", "mlp", 64, 100, SLOW, sample_cost_ms=1.0),
-    Scenario("device-slow", "mlp", 64, 100, SLOW, sample_cost_ms=1.0, events=slowdown(1, SLOW), follow_limit=5),
+    Scenario("device", "mlp", 64, 100, SLOW, sample_cost_ms=DEVICE_COST_MS),
+    Scenario("device-slow", "mlp", 64, 100, SLOW, sample_cost_ms=DEVICE_COST_MS, events=slowdown(1, SLOW),
+             follow_limit=5),
     Scenario("mixed6", "mlp", 384, 100, MIXED6, events=slowdown(1, MIXED6), follow_limit=10),
-    Scenario("mixed6-device", "mlp", 384, 100, MIXED6, sample_cost_ms=MIXED6_DEVICE_COST_MS,
+    Scenario("mixed6-device", "mlp", 384, 100, MIXED6, sample_cost_ms=DEVICE_COST_MS,
              events=slowdown(1, MIXED6), follow_limit=10),
     Scenario("recovery", "cnn", 256, 60, (1, 1, 1, 1), events=RECOVERY),
     Scenario("commbound", "resnet", 16, 40, SLOW),
