@@ -42,9 +42,9 @@ compute speed, comm the last-arriving worker's wait summed over the steps, in th
 Last, PASS/FAIL/SKIP per target of issue 26's point 1 (bench/allocation_checks.py).
 
 All runs train on the full Fashion-MNIST training set and evaluate on its first 1,000 test samples.
---json writes every run's numbers and metrics (after every run, whole: an interrupted bench leaves the runs so
-far); --from-json prints the tables of such a file again. A run that fails or outlives --run-timeout stops the
-benchmark with its command and the end of its stderr.
+--json writes every run's numbers and metrics (after every repetition, whole: a stopped bench leaves the
+repetitions so far); --from-json prints the tables of such a file again. A run that fails or outlives
+--run-timeout stops the benchmark with its command and the end of its stderr.
 Usage (root for the cgroup scenario):
 
   python3 bench/allocation_bench.py --binary NEW --baseline OLD [--reps 5] [--identical-reps 5]
@@ -200,10 +200,10 @@ def run_matrix(a, scenarios, tmp, quota):
                     raise BenchError(f"{sc.name} / {policy} / {binary or '-'} / repetition {rep}: {e}") from None
                 runs.append(report.summarise(sc, policy, binary, rep, steps, doc))
                 runs[-1]["run_seconds"] = time.monotonic() - t0
-                if a.json:
-                    write_json(a.json, {"argv": sys.argv, "binaries": a.binaries, "complete": False, "runs": runs})
                 print(f"rep {rep} {sc.name:13s} {policy:8s} {binary or '-':4s} {runs[-1]['seconds']:7.2f} s "
                       f"(run {runs[-1]['run_seconds']:5.1f} s)", file=sys.stderr, flush=True)
+        if a.json:  # the repetitions so far, should the bench be stopped
+            write_json(a.json, {"argv": sys.argv, "binaries": a.binaries, "complete": False, "runs": runs})
     return runs
 
 
