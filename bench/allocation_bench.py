@@ -17,7 +17,7 @@ judged against ("base": main's 414595a, built by bench/allocation_baseline.sh). 
                                                     slower from 40%
   mixed6-device 6       mlp              384  100   mixed6 on emulated devices (--sample-cost-ms 1), its
                                                     slowdown kept
-  recovery      4       cnn              256  60    host CPUs, ranks 1-3 4x slower from 20% of the steps,
+  recovery      4       cnn              512  60    host CPUs, ranks 1-3 4x slower from 20% of the steps,
                                                     back to full speed at 50% (--slowdown R@S:0.25,R@S2:1)
   commbound     4       resnet (3.5M)    16   40    rank 3 emulated 4x slower; a 14 MB allreduce per step
                                                     against 4 samples of compute per worker

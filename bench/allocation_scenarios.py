@@ -11,6 +11,11 @@ SLOWDOWN_FACTOR = 4.0      # and makes the worker this many times slower
 # recovery: three of four workers 4x slower from 20% of the steps, back to full speed at 50%, so half the
 # run follows the recovery (the held-out run of issue 26 that adaptive did not follow).
 RECOVERY_SLOW_AT, RECOVERY_AT, RECOVERY_RANKS = 0.2, 0.5, (1, 2, 3)
+# Its global batch: large enough that a split left behind costs more than the noise. A cnn worker's step on
+# the 2 shared cores is roughly 11 ms + 0.14 ms per sample (docs/benchmarks.md, cpu-slow), so after the
+# recovery a split stuck at 90% on one worker takes about 11 + 0.9 B x 0.14 ms against equal's two workers per
+# core, 2 x (11 + B / 4 x 0.14): 1.08x equal's step at B = 256, 1.3x at 512.
+RECOVERY_BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ SCENARIOS = [
     Scenario("mixed6", "mlp", 384, 100, MIXED6, events=slowdown(1, MIXED6), follow_limit=10),
     Scenario("mixed6-device", "mlp", 384, 100, MIXED6, sample_cost_ms=DEVICE_COST_MS,
              events=slowdown(1, MIXED6), follow_limit=10),
-    Scenario("recovery", "cnn", 256, 60, (1, 1, 1, 1), events=RECOVERY),
+    Scenario("recovery", "cnn", RECOVERY_BATCH, 60, (1, 1, 1, 1), events=RECOVERY),
     Scenario("commbound", "resnet", 16, 40, SLOW),
 ]
 BY_NAME = {sc.name: sc for sc in SCENARIOS}
