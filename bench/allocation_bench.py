@@ -64,7 +64,7 @@ import time
 import allocation_checks
 import allocation_report as report
 from allocation_cgroup import CpuQuota
-from allocation_scenarios import BY_NAME, SCENARIOS, csv, emulation_flags
+from allocation_scenarios import BY_NAME, SCENARIOS, csv, emulation_flags, scenario_from_dict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(ROOT, "bench", "launch_local.sh")
@@ -203,7 +203,8 @@ def run_matrix(a, scenarios, tmp, quota):
                 print(f"rep {rep} {sc.name:13s} {policy:8s} {binary or '-':4s} {runs[-1]['seconds']:7.2f} s "
                       f"(run {runs[-1]['run_seconds']:5.1f} s)", file=sys.stderr, flush=True)
         if a.json:  # the repetitions so far, should the bench be stopped
-            write_json(a.json, {"argv": sys.argv, "binaries": a.binaries, "complete": False, "runs": runs})
+            write_json(a.json, {"argv": sys.argv, "binaries": a.binaries, "complete": False,
+                                "scenarios": [sc.__dict__ for sc in scenarios], "runs": runs})
     return runs
 
 
@@ -258,17 +259,21 @@ def print_all(scenarios, runs):
     return {"scenarios": summary, "checks": result}
 
 
-def reprint(a, scenarios):
-    """--from-json: the runs summarised again from their metrics, so a file from an older version of this
-    script reads the same (runs without a binary are the new binary's)."""
+def reprint(a):
+    """--from-json: the runs summarised again from their metrics, each scenario as the file defines it (the
+    current definition where it has none), so a file from an older version of this script reads the same; runs
+    without a binary are the new binary's."""
+    wanted = a.scenarios.split(",")
     try:
         with open(a.from_json) as f:
-            saved = json.load(f)["runs"]
-        runs = [report.summarise(BY_NAME[r["scenario"]], r["policy"], r.get("binary") or "new", r["rep"],
-                                 r["steps"], r["metrics"]) for r in saved if r["scenario"] in a.scenarios.split(",")]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+            saved = json.load(f)
+        defined = {d["name"]: scenario_from_dict(d) for d in saved.get("scenarios", [])}
+        by_name = {n: defined.get(n, BY_NAME[n]) for n in wanted}
+        runs = [report.summarise(by_name[r["scenario"]], r["policy"], r.get("binary") or "new", r["rep"],
+                                 r["steps"], r["metrics"]) for r in saved["runs"] if r["scenario"] in by_name]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise SystemExit(f"allocation_bench: {a.from_json} is not a --json file of this bench ({e!r})")
-    print_all([sc for sc in scenarios if any(r["scenario"] == sc.name for r in runs)], runs)
+    print_all([by_name[n] for n in wanted if any(r["scenario"] == n for r in runs)], runs)
 
 
 def write_json(path, doc):
@@ -281,7 +286,7 @@ def write_json(path, doc):
 def main():
     a, scenarios = parse_args()
     if a.from_json:
-        reprint(a, scenarios)
+        reprint(a)
         return
     quota = CpuQuota(QUOTA_CPUS)
     started = time.monotonic()

@@ -88,6 +88,18 @@ SCENARIOS = [
 BY_NAME = {sc.name: sc for sc in SCENARIOS}
 
 
+def scenario_from_dict(d):
+    """A Scenario from its __dict__ in a --json file, as that run defined it (a file of the one-binary version
+    of the bench has slowdown_rank instead of events)."""
+    d = dict(d)
+    rank = d.pop("slowdown_rank", -1)
+    if rank >= 0:
+        d["events"] = slowdown(rank, d["speeds"])
+    d["speeds"] = tuple(d["speeds"])
+    d["events"] = tuple(tuple(e) for e in d.get("events", ()))
+    return Scenario(**d)
+
+
 def csv(values):
     return ",".join(f"{v:g}" for v in values)
 

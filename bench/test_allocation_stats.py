@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Unit tests of the pure parts of bench/allocation_bench.py (no processes, no torch): its per-run statistics,
 the two-binary ratios and issue 26's checks. Run: python3 bench/test_allocation_stats.py"""
+import json
 import os
 import sys
 import unittest
@@ -10,7 +11,7 @@ import allocation_bench as bench  # noqa: E402
 import allocation_checks as checks  # noqa: E402
 import allocation_report as report  # noqa: E402
 import allocation_stats as stats  # noqa: E402
-from allocation_scenarios import BY_NAME, emulation_flags  # noqa: E402
+from allocation_scenarios import BY_NAME, emulation_flags, scenario_from_dict  # noqa: E402
 
 
 class CountMoves(unittest.TestCase):
@@ -111,6 +112,16 @@ class Scenarios(unittest.TestCase):
         self.assertIn("--sample-cost-ms", flags)
         self.assertEqual(flags[flags.index("--slowdown") + 1], "1@40:0.2")
         self.assertEqual(sc.speeds_after(), [1, 0.2, 0.5, 0.5, 1, 0.3])
+
+    def test_a_json_files_definition_round_trips(self):
+        sc = BY_NAME["recovery"]
+        saved = json.loads(json.dumps(sc.__dict__))  # tuples come back as lists
+        self.assertEqual(scenario_from_dict(saved), sc)
+
+    def test_a_one_binary_files_slowdown_rank_is_an_event(self):
+        old = {"name": "mixed6", "model": "mlp", "batch": 384, "steps": 100, "speeds": [1, 0.8, 0.5, 0.5, 1, 0.3],
+               "sample_cost_ms": 0.0, "slowdown_rank": 1, "cgroup_rank": -1, "follow_limit": 10}
+        self.assertEqual(scenario_from_dict(old), BY_NAME["mixed6"])
 
 
 class RepOrder(unittest.TestCase):
