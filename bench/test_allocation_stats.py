@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Unit tests of the pure parts of bench/allocation_bench.py (no processes, no torch): its per-run statistics,
 the two-binary ratios and issue 26's checks. Run: python3 bench/test_allocation_stats.py"""
+import argparse
 import json
 import os
 import sys
@@ -241,6 +242,43 @@ class Identical(unittest.TestCase):
     def test_slower_than_two_percent_fails(self):
         runs, summary = summarised(self.sc, {("equal", "new"): 2.0, ("adaptive", "new"): 2.05})
         self.assertFalse(verdict(checks.checks([self.sc], runs, summary), "1 identical: adaptive/equal"))
+
+
+class Matrix(unittest.TestCase):
+    """run_matrix with the processes replaced: which command each cell runs, and in what order."""
+
+    def run_fake(self, scenarios, reps):
+        calls = []
+
+        def fake_launch(sc, cmd, out, quota, timeout_s):
+            calls.append((sc.name, cmd))
+            return run_doc(1.0, batch=sc.batch, workers=sc.workers)
+
+        saved = bench.launch, bench.make_data_dir
+        bench.launch, bench.make_data_dir = fake_launch, lambda tmp: "/data"
+        try:
+            a = argparse.Namespace(reps=reps, identical_reps=0, steps=10, json="", run_timeout=1.0,
+                                   torch_python="/py", policies=["equal", "adaptive", "ddp"],
+                                   binaries={"new": "/bin/new", "base": "/bin/base"})
+            runs = bench.run_matrix(a, scenarios, "/tmp", None)
+        finally:
+            bench.launch, bench.make_data_dir = saved
+        return calls, runs
+
+    def test_every_repetition_runs_every_cell_with_its_own_binary(self):
+        scenarios = [BY_NAME["device"], BY_NAME["recovery"]]
+        calls, runs = self.run_fake(scenarios, reps=2)
+        self.assertEqual(len(calls), 2 * 2 * 5)  # repetitions x scenarios x (2 policies x 2 binaries + DDP)
+        for r, (name, cmd) in zip(runs, calls):
+            self.assertEqual(r["scenario"], name)
+            expected = {"new": "/bin/new", "base": "/bin/base", None: "/py"}[r["binary"]]
+            self.assertEqual(cmd[0], expected)
+            if r["policy"] != "ddp":
+                self.assertEqual(cmd[cmd.index("--policy") + 1], r["policy"])
+        # Repetition by repetition: the first repetition's runs of both scenarios before the second's.
+        self.assertEqual([r["rep"] for r in runs], [0] * 10 + [1] * 10)
+        recovery = [cmd for name, cmd in calls if name == "recovery"]
+        self.assertTrue(all("1@2:0.25,2@2:0.25,3@2:0.25,1@5:1,2@5:1,3@5:1" in c for c in recovery))
 
 
 if __name__ == "__main__":
