@@ -11,7 +11,8 @@ set -euo pipefail
 commit=${1:-414595a}
 dir=${2:-/work/wt/baseline}
 repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
-full=$(git -C "$repo" rev-parse --verify "$commit^{commit}")
+full=$(git -C "$repo" rev-parse --verify -q "$commit^{commit}") ||
+  { echo "allocation_baseline.sh: no commit $commit in $repo" >&2; exit 1; }
 if [[ -e "$dir" && "$(cat "$dir/.commit" 2>/dev/null)" != "$full" ]]; then
   echo "allocation_baseline.sh: $dir exists and does not hold $full (remove it or pass another DIR)" >&2
   exit 1
