@@ -1,46 +1,54 @@
 #!/usr/bin/env python3
-"""Allocation benchmark matrix (issue 16): hetrain's equal / static / adaptive against PyTorch DDP.
+"""Allocation benchmark (issues 16, 26): two hetrain binaries' equal / static / adaptive, and PyTorch DDP.
 
-One invocation runs every scenario x policy on real local processes, repeated --reps times (identical:
---identical-reps) in interleaved order, the policies' order rotating from one repetition to the next, and
-prints medians:
+One invocation runs every scenario x policy x binary on real local processes, --reps times (default 5;
+identical: --identical-reps), interleaved: every repetition runs every scenario with every cell, the
+policies' order rotating from one repetition to the next and each policy's two binaries back to back, which
+first alternating. --binary is the binary under test ("new", default build/hetrain), --baseline the one it is
+judged against ("base": main's 414595a, built by bench/allocation_baseline.sh). It prints medians:
 
-  scenario    workers  model              B    steps  heterogeneity
-  identical   4        cnn                256  60     none
-  cpu-slow    4        cnn                256  60     rank 3 emulated 4x slower (--speeds 1,1,1,0.25)
-  cgroup      4        TorchScript mlp    256  100    rank 3 held to 0.25 CPU by a cgroup CPU quota (root)
-  device      4        mlp                64   100    emulated devices (--sample-cost-ms 1), rank 3 4x slower
-  device-slow 4        mlp                64   100    device, and rank 1 4x slower from 40% of the steps on
-  mixed6      6        mlp                384  100    --speeds 1,0.8,0.5,0.5,1,0.3, rank 1 4x slower from 40%
-  commbound   4        resnet (3.5M)      16   40     rank 3 emulated 4x slower; a 14 MB allreduce per step
-                                                      against 4 samples of compute per worker
+  scenario      workers model            B    steps heterogeneity
+  identical     4       cnn              256  60    none
+  cpu-slow      4       cnn              256  60    rank 3 emulated 4x slower on the host CPUs (--speeds 1,1,1,0.25)
+  cgroup        4       TorchScript mlp  256  100   rank 3 held to 0.25 CPU by a cgroup CPU quota (root)
+  device        4       mlp              64   100   emulated devices (--sample-cost-ms 1), rank 3 4x slower
+  device-slow   4       mlp              64   100   device, and rank 1 4x slower from 40% of the steps on
+  mixed6        6       mlp              384  100   --speeds 1,0.8,0.5,0.5,1,0.3 on the host CPUs, rank 1 4x
+                                                    slower from 40%
+  mixed6-device 6       mlp              384  100   mixed6 on emulated devices (--sample-cost-ms 1), its
+                                                    slowdown kept
+  recovery      4       cnn              512  60    host CPUs, ranks 1-3 4x slower from 20% of the steps,
+                                                    back to full speed at 50% (--slowdown R@S:0.25,R@S2:1)
+  commbound     4       resnet (3.5M)    16   40    rank 3 emulated 4x slower; a 14 MB allreduce per step
+                                                    against 4 samples of compute per worker
 
-Policies: equal (B/N each), static with the true shares (in proportion to the speeds above; cgroup 4,4,4,1),
-adaptive, and PyTorch DDP (bench/ddp_peer.py) on the same model, data, batch, steps and emulation. The
-cgroup scenario's TorchScript mlp (784-256-10, as hetrain's mlp) is exported once with --torch-python and
+Policies: equal (B/N each), static with the true initial shares (in proportion to the speeds above; cgroup
+4,4,4,1), adaptive, and PyTorch DDP (bench/ddp_peer.py) on the same model, data, batch, steps and emulation.
+The cgroup scenario's TorchScript mlp (784-256-10, as hetrain's mlp) is exported once with --torch-python and
 loaded by hetrain and DDP alike, so both train the same parameters from the same start.
 
-Columns: seconds = training time of the steps (evaluation excluded, the same samples in the same order for
-every hetrain policy); x equal, x ideal, x DDP = seconds over that reference's median seconds; balance
+Table columns, per scenario x policy, for each binary: seconds = training time of the steps (evaluation
+excluded, the same samples in the same order for every hetrain policy); new/base = the new binary's median
+seconds over the baseline's (for equal and static, whose code both binaries share, it measures the noise);
+x equal, x DDP = seconds over that reference's median (x equal against the same binary's equal); balance
 efficiency (hetrain's metric); split moves and reverts (median per run: the metrics' policy_moves /
-policy_reverts where present, else counted from the per-step splits, a revert being a move back to the split
-before the previous move).
-"ideal" = steps x B / sum_i v_i + comm, with v_i each worker's compute speed (samples per compute second)
-and comm the run's communication time (the sum over steps of the wait of the worker that arrived last: the
-allreduce alone), both measured in the same scenario's adaptive runs (median over them). Under a mid-run
-slowdown v_i is the run's average.
-"Steps to follow" (device-slow, mixed6): steps after the slowdown until every worker's share is within 10%
-(or one sample) of the new speed-proportional split and stays there 3 steps (bench/allocation_stats.py).
+policy_reverts where present, else counted from the per-step splits).
+Then per scenario: the ratios of the runs of each repetition (adaptive/equal per binary, new/base per policy),
+adaptive's moves and final splits, the largest spread of equal-speed workers' shares over the second half of
+the steps, the steps to follow the last speed change (every share within 10% or one sample of the new
+speed-proportional split for 3 steps: bench/allocation_stats.py), the median wall time of the steps after the
+last speed change (steps[].end_seconds), and "ideal" = steps x B / sum_i v_i + comm (v_i each worker's measured
+compute speed, comm the last-arriving worker's wait summed over the steps, in the new adaptive's runs).
+Last, PASS/FAIL/SKIP per target of issue 26's point 1 (bench/allocation_checks.py).
 
-Then per scenario the adaptive / equal ratio of each repetition (with equal's median step: the slowest
-worker's compute and the exposed allreduce), and PASS/FAIL for the issue's targets (bench/allocation_report.py).
 All runs train on the full Fashion-MNIST training set and evaluate on its first 1,000 test samples.
---json writes every run's numbers and metrics; --from-json prints the tables of such a file again.
-A run that fails or outlives --run-timeout stops the benchmark with its command and the end of its stderr.
+--json writes every run's numbers and metrics (after every repetition, whole: a stopped bench leaves the
+repetitions so far); --from-json prints the tables of such a file again. A run that fails or outlives
+--run-timeout stops the benchmark with its command and the end of its stderr.
 Usage (root for the cgroup scenario):
 
-  python3 bench/allocation_bench.py [--reps 3] [--identical-reps 5] [--scenarios a,b] [--steps N]
-                                    [--policies equal,static,adaptive,ddp] [--json FILE] [--from-json FILE]
+  python3 bench/allocation_bench.py --binary NEW --baseline OLD [--reps 5] [--identical-reps 5]
+      [--scenarios a,b] [--policies equal,static,adaptive,ddp] [--steps N] [--json FILE] [--from-json FILE]
 """
 import argparse
 import gzip
@@ -52,18 +60,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 
+import allocation_checks
 import allocation_report as report
 from allocation_cgroup import CpuQuota
+from allocation_scenarios import BY_NAME, SCENARIOS, csv, emulation_flags, scenario_from_dict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(ROOT, "bench", "launch_local.sh")
 PEER = os.path.join(ROOT, "bench", "ddp_peer.py")
 POLICIES = ["equal", "static", "adaptive", "ddp"]
-LR = "2e-3"                # Adam, constant: the same for hetrain and DDP
-SLOWDOWN_AT = 0.4          # a mid-run slowdown starts after this fraction of the steps
-SLOWDOWN_FACTOR = 4.0      # and makes the worker this many times slower
+DEFAULT_REPS = 5           # runs per cell: medians of at least 5 (issue 26)
 QUOTA_CPUS = 0.25          # the cgroup scenario's quota, in CPUs
 COLLECTIVE_TIMEOUT_S = 120  # workers give up on a dead peer after this
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
@@ -82,72 +89,17 @@ torch.jit.script(model).save(sys.argv[1])
 """
 
 
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    model: str                  # mlp | cnn | resnet | script (the exported TorchScript mlp)
-    batch: int
-    steps: int
-    speeds: tuple               # true relative speeds at the start (static's shares)
-    sample_cost_ms: float = 0.0
-    slowdown_rank: int = -1     # -1: none; else this rank becomes SLOWDOWN_FACTOR x slower mid-run
-    cgroup_rank: int = -1       # -1: none; else this rank runs under the CPU quota (speeds not emulated)
-    follow_limit: int = 0       # target: steps within which the split follows the slowdown
-
-    @property
-    def workers(self):
-        return len(self.speeds)
-
-    def slowdown_step(self, steps):
-        return round(SLOWDOWN_AT * steps)
-
-    def speeds_after(self):
-        """True speeds after the slowdown."""
-        s = list(self.speeds)
-        if self.slowdown_rank >= 0:
-            s[self.slowdown_rank] /= SLOWDOWN_FACTOR
-        return s
-
-
-SLOW = (1, 1, 1, 0.25)
-SCENARIOS = [
-    Scenario("identical", "cnn", 256, 60, (1, 1, 1, 1)),
-    Scenario("cpu-slow", "cnn", 256, 60, SLOW),
-    Scenario("cgroup", "script", 256, 100, SLOW, cgroup_rank=3),
-    Scenario("device", "mlp", 64, 100, SLOW, sample_cost_ms=1.0),
-    Scenario("device-slow", "mlp", 64, 100, SLOW, sample_cost_ms=1.0, slowdown_rank=1, follow_limit=5),
-    Scenario("mixed6", "mlp", 384, 100, (1, 0.8, 0.5, 0.5, 1, 0.3), slowdown_rank=1, follow_limit=10),
-    Scenario("commbound", "resnet", 16, 40, SLOW),
-]
-
-
 class BenchError(Exception):
     pass
 
 
-def csv(values):
-    return ",".join(f"{v:g}" for v in values)
-
-
-def emulation_flags(sc, steps):
-    """Flags shared by hetrain and the DDP peer: model, batch, steps and the emulated heterogeneity."""
-    f = ["-b", str(sc.batch), "--max-steps", str(steps), "--lr", LR]
-    if sc.cgroup_rank < 0 and min(sc.speeds) < 1:
-        f += ["--speeds", csv(sc.speeds)]
-    if sc.sample_cost_ms > 0:
-        f += ["--sample-cost-ms", f"{sc.sample_cost_ms:g}"]
-    if sc.slowdown_rank >= 0:
-        new = sc.speeds[sc.slowdown_rank] / SLOWDOWN_FACTOR
-        f += ["--slowdown", f"{sc.slowdown_rank}@{sc.slowdown_step(steps)}:{new:g}"]
-    return f
-
-
-def command(sc, policy, steps, a, files):
+def command(sc, policy, binary, steps, files):
+    """The worker command of one run: the DDP peer, or `binary` (a hetrain executable) with `policy`."""
     model = files["script"] if sc.model == "script" else sc.model
     flags = ["--model", model, "--data", files["data"]] + emulation_flags(sc, steps)
     if policy == "ddp":
-        return [a.torch_python, PEER, "--timeout", str(COLLECTIVE_TIMEOUT_S)] + flags
-    cmd = [a.hetrain, "worker", "-q", "--policy", policy, "--lr-schedule", "constant",
+        return [files["torch_python"], PEER, "--timeout", str(COLLECTIVE_TIMEOUT_S)] + flags
+    cmd = [binary, "worker", "-q", "--policy", policy, "--lr-schedule", "constant",
            "--timeout", str(COLLECTIVE_TIMEOUT_S)] + flags
     if policy == "static":
         cmd += ["--shares", csv(sc.speeds)]
@@ -215,9 +167,22 @@ def export_script_model(a, path):
         raise BenchError(f"exporting the TorchScript mlp with {a.torch_python}: {p.stderr.strip()[-1000:]}")
 
 
+def rep_order(policies, binaries, rep):
+    """(policy, binary) of one scenario's runs in repetition `rep`: the policies' order rotates from one
+    repetition to the next (the machine's state drifts; a fixed order biases the pairs), and each hetrain
+    policy's binaries run back to back, which of them first alternating, so each new/base pair ran side by
+    side and neither binary always runs first. DDP runs once (it does not depend on the binary)."""
+    shift = rep % len(policies)
+    flip = binaries[::-1] if rep % 2 else binaries
+    order = []
+    for policy in policies[shift:] + policies[:shift]:
+        order += [(policy, None)] if policy == "ddp" else [(policy, b) for b in flip]
+    return order
+
+
 def run_matrix(a, scenarios, tmp, quota):
-    """Every repetition runs every scenario (that still needs it) with every policy, order rotating."""
-    files = {"script": os.path.join(tmp, "mlp.pt"), "data": make_data_dir(tmp)}
+    """Every repetition runs every scenario with every policy and binary (rep_order)."""
+    files = {"script": os.path.join(tmp, "mlp.pt"), "data": make_data_dir(tmp), "torch_python": a.torch_python}
     if any(sc.model == "script" for sc in scenarios):
         export_script_model(a, files["script"])
     runs = []
@@ -225,73 +190,120 @@ def run_matrix(a, scenarios, tmp, quota):
     for rep in range(max(reps.values())):
         for sc in (sc for sc in scenarios if rep < reps[sc.name]):
             steps = a.steps or sc.steps
-            # The order rotates with the repetition, so no policy always runs first (the machine's state
-            # drifts; a fixed order biases the pairs).
-            shift = rep % len(a.policies)
-            for policy in a.policies[shift:] + a.policies[:shift]:
-                out = os.path.join(tmp, f"{sc.name}-{policy}-{rep}.json")
+            for policy, binary in rep_order(a.policies, list(a.binaries), rep):
+                out = os.path.join(tmp, f"{sc.name}-{policy}-{binary}-{rep}.json")
+                cmd = command(sc, policy, a.binaries.get(binary), steps, files)
                 t0 = time.monotonic()
                 try:
-                    doc = launch(sc, command(sc, policy, steps, a, files), out, quota, a.run_timeout)
+                    doc = launch(sc, cmd, out, quota, a.run_timeout)
                 except BenchError as e:
-                    raise BenchError(f"{sc.name} / {policy} / repetition {rep}: {e}") from None
-                runs.append(report.summarise(sc, policy, rep, steps, doc))
-                print(f"rep {rep} {sc.name:11s} {policy:8s} {runs[-1]['seconds']:7.2f} s "
-                      f"(run {time.monotonic() - t0:5.1f} s)", file=sys.stderr, flush=True)
+                    raise BenchError(f"{sc.name} / {policy} / {binary or '-'} / repetition {rep}: {e}") from None
+                runs.append(report.summarise(sc, policy, binary, rep, steps, doc))
+                runs[-1]["run_seconds"] = time.monotonic() - t0
+                print(f"rep {rep} {sc.name:13s} {policy:8s} {binary or '-':4s} {runs[-1]['seconds']:7.2f} s "
+                      f"(run {runs[-1]['run_seconds']:5.1f} s)", file=sys.stderr, flush=True)
+        if a.json:  # the repetitions so far, should the bench be stopped
+            write_json(a.json, {"argv": sys.argv, "binaries": a.binaries, "complete": False,
+                                "scenarios": [sc.__dict__ for sc in scenarios], "runs": runs})
     return runs
+
+
+def executable(path, flag):
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise SystemExit(f"allocation_bench: {flag} {path}: no executable there (build it: bench/allocation_"
+                         "baseline.sh builds the baseline)")
+    return os.path.abspath(path)
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--reps", type=int, default=3, help="repetitions per scenario (medians)")
-    p.add_argument("--identical-reps", type=int, default=5, help="repetitions of the identical scenario")
+    p.add_argument("--binary", "--hetrain", dest="binary", default=os.path.join(ROOT, "build", "hetrain"),
+                   help="the hetrain binary under test (\"new\")")
+    p.add_argument("--baseline", default="", help="the hetrain binary it is judged against (\"base\"); "
+                   "without it only the new binary runs and the new/base targets are SKIP")
+    p.add_argument("--reps", type=int, default=DEFAULT_REPS, help="repetitions per cell (medians)")
+    p.add_argument("--identical-reps", type=int, default=DEFAULT_REPS, help="repetitions of the identical scenario")
     p.add_argument("--steps", type=int, default=0, help="steps of every scenario (default: each its own)")
     p.add_argument("--scenarios", default=",".join(sc.name for sc in SCENARIOS))
     p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument("--json", default="", help="write every run's numbers here")
     p.add_argument("--from-json", default="", help="print the tables of a --json file again, running nothing")
     p.add_argument("--run-timeout", type=float, default=600, help="seconds one run may take before it is killed")
-    p.add_argument("--hetrain", default=os.path.join(ROOT, "build", "hetrain"))
     p.add_argument("--torch-python", default="/usr/bin/python3", help="a Python with python3-torch (DDP, export)")
     a = p.parse_args()
-    by_name = {sc.name: sc for sc in SCENARIOS}
-    unknown = [n for n in a.scenarios.split(",") if n not in by_name]
     a.policies = a.policies.split(",")
-    unknown += [p for p in a.policies if p not in POLICIES]
+    unknown = [n for n in a.scenarios.split(",") if n not in BY_NAME] + [x for x in a.policies if x not in POLICIES]
     if unknown:
-        sys.exit(f"allocation_bench: unknown scenario or policy {', '.join(unknown)} "
-                 f"(scenarios {', '.join(by_name)}; policies {', '.join(POLICIES)})")
-    if not os.access(a.hetrain, os.X_OK) and not a.from_json:
-        sys.exit(f"allocation_bench: no hetrain binary at {a.hetrain} (build it, or pass --hetrain)")
-    return a, [by_name[n] for n in a.scenarios.split(",")]
+        raise SystemExit(f"allocation_bench: unknown scenario or policy {', '.join(unknown)} "
+                         f"(scenarios {', '.join(BY_NAME)}; policies {', '.join(POLICIES)})")
+    if a.reps < 1 or a.identical_reps < 0 or a.steps < 0:
+        raise SystemExit("allocation_bench: --reps must be >= 1, --identical-reps and --steps >= 0")
+    if not a.from_json:
+        a.binaries = {"new": executable(a.binary, "--binary")}
+        if a.baseline:
+            a.binaries["base"] = executable(a.baseline, "--baseline")
+    return a, [BY_NAME[n] for n in a.scenarios.split(",")]
+
+
+def print_all(scenarios, runs):
+    """The tables and the targets; returns them for --json."""
+    summary = {sc.name: report.scenario_summary(sc, runs) for sc in scenarios}
+    report.print_legend(scenarios, runs)
+    report.print_table(scenarios, summary)
+    report.print_details(scenarios, runs, summary)
+    result = allocation_checks.checks(scenarios, runs, summary)
+    print("\nIssue 26's targets (What must show, point 1; new binary, the baseline's value in brackets):")
+    for c in result:
+        verdict = {True: "PASS", False: "FAIL", None: "SKIP"}[c["ok"]]
+        print(f"  {verdict}  {c['check']}: {c['detail']}")
+    return {"scenarios": summary, "checks": result}
+
+
+def reprint(a):
+    """--from-json: the runs summarised again from their metrics, each scenario as the file defines it (the
+    current definition where it has none), so a file from an older version of this script reads the same; runs
+    without a binary are the new binary's."""
+    wanted = a.scenarios.split(",")
+    try:
+        with open(a.from_json) as f:
+            saved = json.load(f)
+        defined = {d["name"]: scenario_from_dict(d) for d in saved.get("scenarios", [])}
+        by_name = {n: defined.get(n, BY_NAME[n]) for n in wanted}
+        runs = [report.summarise(by_name[r["scenario"]], r["policy"], r.get("binary") or "new", r["rep"],
+                                 r["steps"], r["metrics"]) for r in saved["runs"] if r["scenario"] in by_name]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SystemExit(f"allocation_bench: {a.from_json} is not a --json file of this bench ({e!r})")
+    print_all([by_name[n] for n in wanted if any(r["scenario"] == n for r in runs)], runs)
+
+
+def write_json(path, doc):
+    """Written whole or not at all: a half-written file would read as a shorter run."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def main():
     a, scenarios = parse_args()
     if a.from_json:
-        with open(a.from_json) as f:
-            saved = json.load(f)["runs"]
-        by_name = {sc.name: sc for sc in scenarios}
-        # Summarised again from the metrics, so a file from an older version of this script reads the same.
-        runs = [report.summarise(by_name[r["scenario"]], r["policy"], r["rep"], r["steps"], r["metrics"])
-                for r in saved if r["scenario"] in by_name]
-        report.print_all([sc for sc in scenarios if any(r["scenario"] == sc.name for r in runs)], runs)
+        reprint(a)
         return
     quota = CpuQuota(QUOTA_CPUS)
+    started = time.monotonic()
     try:
         if any(sc.cgroup_rank >= 0 for sc in scenarios):
             quota.up()
         with tempfile.TemporaryDirectory() as tmp:
             runs = run_matrix(a, scenarios, tmp, quota)
     except BenchError as e:
-        sys.exit(f"allocation_bench: FAILED: {e}")
+        raise SystemExit(f"allocation_bench: FAILED: {e}")
     finally:
         quota.down()
-    summary = report.print_all(scenarios, runs)
+    summary = print_all(scenarios, runs)
+    print(f"\n{len(runs)} runs in {time.monotonic() - started:.0f} s")
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"argv": sys.argv, "scenarios": [sc.__dict__ for sc in scenarios], "summary": summary,
-                       "runs": runs}, f, indent=1)
+        write_json(a.json, {"argv": sys.argv, "binaries": a.binaries, "complete": True,
+                            "scenarios": [sc.__dict__ for sc in scenarios], "summary": summary, "runs": runs})
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 
 A run's document is hetrain's `--metrics` file (README, "Metrics") or
 bench/ddp_peer.py's smaller one (no per-step records). Per-step records are
-read from `allocation` + `steps.{compute,wait}_seconds` (one list per field,
+read from `allocation` + `steps.{compute,wait,end}_seconds` (one list per field,
 index = step) or from `steps` as a list of per-step objects with `local_batch`,
-`compute_seconds`, `wait_seconds`, whichever the file has.
+`compute_seconds`, `wait_seconds`, `end_seconds`, whichever the file has.
 """
 import statistics
 
@@ -23,7 +23,7 @@ def step_field(doc, name):
     """Per step, one value per rank of `name` (local_batch, compute_seconds, wait_seconds); [] if absent."""
     steps = doc.get("steps")
     if isinstance(steps, list):
-        return [s[name] for s in steps]
+        return [s[name] for s in steps] if all(name in s for s in steps) else []
     if name == "local_batch":
         return doc.get("allocation", [])
     if isinstance(steps, dict):
@@ -100,6 +100,34 @@ def ideal_seconds(doc, batch):
     waits = step_field(doc, "wait_seconds")
     comm = sum(min(ws) for ws in waits if ws)
     return len(step_field(doc, "local_batch")) * batch / speed + comm
+
+
+def step_seconds(doc):
+    """Each step's wall time: the difference of consecutive `end_seconds` (rank 0's clock, evaluations left
+    out), or, in a file without them, the slowest worker's compute + wait of the step (the step's critical
+    path: every worker's compute + wait ends with the same allreduce)."""
+    ends = step_field(doc, "end_seconds")
+    if ends:
+        return [e - p for p, e in zip([0.0] + ends[:-1], ends)]
+    computes, waits = step_field(doc, "compute_seconds"), step_field(doc, "wait_seconds")
+    return [max(c + w for c, w in zip(cs, ws)) for cs, ws in zip(computes, waits)]
+
+
+def median_step_after(doc, start):
+    """Median wall time of the steps from `start` on (the step of a speed change; None if the run has none)."""
+    after = step_seconds(doc)[start:]
+    return statistics.median(after) if after else None
+
+
+def max_spread_from(splits, speeds, start):
+    """identical_spread's largest value over the splits from `start` on (0 if there are none)."""
+    return max((identical_spread(s, speeds) for s in splits[start:]), default=0.0)
+
+
+def paired_ratios(num, den):
+    """num[rep] / den[rep] for every repetition both dicts ({rep: seconds}) hold, in repetition order: runs of
+    the same repetition ran side by side, so their ratio cancels the machine's drift between repetitions."""
+    return [num[k] / den[k] for k in sorted(num) if k in den and num[k] is not None and den[k]]
 
 
 def median_or_none(values):
