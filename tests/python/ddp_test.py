@@ -113,15 +113,17 @@ def exactness(work, optimizer, shares="5,17,42", launcher="run", extra=()):
     results, _ = launch(work, 3, ["--policy", "static", "--shares", shares, "--samples", str(samples),
                                   "--optimizer", optimizer, "--lr", str(lr)] + list(extra), launcher)
     check_exact(results, samples, b, optimizer, lr, 3)
-    first = results[0]["observations"][0]["local_batch"]
-    assert first == [int(s) for s in shares.split(",")], first
+    import hetrain
+    first, planned = results[0]["observations"][0]["local_batch"], hetrain.make_policy(
+        "static", 3, 64, shares=[float(s) for s in shares.split(",")]).split()
+    assert first == planned, (first, planned)
     return results
 
 
 def case_zero_rank(work):
-    results = exactness(work, "sgd", shares="0,1,1")
+    results = exactness(work, "sgd", shares="0.001,1,1")  # static refuses a share of 0
     assert all(not u["samples"] for u in results[0]["used"]), "the rank with share 0 trained on samples"
-    assert all(o["local_batch"][0] == 0 for o in results[0]["observations"])
+    assert all(o["local_batch"][0] == 0 for o in results[0]["observations"]), results[0]["observations"][0]
     print("a rank with 0 samples joins every step with a zero gradient")
 
 

@@ -37,8 +37,24 @@ class Synthetic(Dataset):
         return self.x[i], self.y[i], i
 
 
-def make_model():
+class FashionMnist(Dataset):
+    """Debian's Fashion-MNIST training set, normalised as hetrain does: (image, label, index)."""
+
+    def __init__(self):
+        x, self.y = emulation.ddp_peer.load(emulation.ddp_peer.DATA, "train")
+        self.x = emulation.ddp_peer.normalise(x)
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i], i
+
+
+def make_model(name="tiny"):
     torch.manual_seed(0)
+    if name == "mlp":  # hetrain's mlp (bench/ddp_peer.py)
+        return emulation.ddp_peer.Mlp()
     return nn.Sequential(nn.Linear(SIDE * SIDE, HIDDEN), nn.Tanh(), nn.Linear(HIDDEN, CLASSES))
 
 
@@ -64,6 +80,8 @@ def parse():
     p.add_argument("--checkpoint", default="", help="save here after --stop-after steps and stop")
     p.add_argument("--stop-after", type=int, default=0)
     p.add_argument("--resume", default="")
+    p.add_argument("--data", default="synthetic", help="synthetic | fashion-mnist")
+    p.add_argument("--model", default="tiny", help="tiny | mlp (hetrain's)")
     return p.parse_args()
 
 
@@ -75,10 +93,10 @@ def main():
     shares = [float(s) for s in a.shares.split(",")] if a.shares else None
     balancer = ht.Balancer(a.policy, global_batch=a.global_batch, shares=shares,
                            max_local_batch=a.max_local or None, record=True)
-    data = Synthetic(a.samples)
+    data = Synthetic(a.samples) if a.data == "synthetic" else FashionMnist()
     sampler = ht.BatchSampler(data, balancer, seed=3)
     loader = DataLoader(data, batch_sampler=sampler, num_workers=a.num_workers)
-    model = balancer.attach(DDP(make_model()))
+    model = balancer.attach(DDP(make_model(a.model)))
     opt = make_optimizer(a.optimizer, model.parameters(), a.lr)
     if a.sample_cost_ms > 0:
         speeds = [float(s) for s in a.speeds.split(",")] if a.speeds else [1.0] * dist.get_world_size()
