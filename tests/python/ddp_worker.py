@@ -100,7 +100,7 @@ def main():
     opt = make_optimizer(a.optimizer, model.parameters(), a.lr)
     if a.sample_cost_ms > 0:
         speeds = [float(s) for s in a.speeds.split(",")] if a.speeds else [1.0] * dist.get_world_size()
-        emulation.emulate(model, balancer, a.sample_cost_ms, speeds[rank])
+        emulation.emulate(model, a.sample_cost_ms, speeds[rank], balancer)
     start_epoch, used, splits = 0, [], []
     if a.resume:
         ckpt = torch.load(a.resume)

@@ -16,14 +16,22 @@ class ReportedDeviceTime(ddp_peer.DeviceTime):
     def _sleep(self, seconds):
         before = self.slept
         super()._sleep(seconds)
-        self.balancer.off_cpu(self.slept - before)
+        if self.balancer is not None:
+            self.balancer.off_cpu(self.slept - before)
 
 
-def emulate(ddp_model, balancer, cost_ms, speed):
-    """After balancer.attach(ddp_model): each step sleeps cost_ms x b_i / speed (a third after the forward)."""
+def emulate(ddp_model, cost_ms, speed, balancer=None):
+    """Each training step sleeps cost_ms x b / speed, a third after the forward, the rest in backward.
+
+    b: the balancer's local batch (registered after balancer.attach, its pre-hook runs first), or without a
+    balancer (plain DDP) the batch's size."""
     device = ReportedDeviceTime(ddp_model.module.parameters(), balancer)
-    # Registered after the balancer's pre-hook, so local_batch is this step's.
-    ddp_model.register_forward_pre_hook(
-        lambda m, a: device.begin_step(cost_ms * 1e-3 * balancer.local_batch / speed) if m.training else None)
+
+    def begin(module, args):
+        if module.training:
+            b = balancer.local_batch if balancer is not None else args[0].shape[0]
+            device.begin_step(cost_ms * 1e-3 * b / speed)
+
+    ddp_model.register_forward_pre_hook(begin)
     ddp_model.register_forward_hook(lambda m, a, out: device.after_forward() if m.training else None)
     return device
