@@ -30,7 +30,7 @@ class FashionMnist(Dataset):
 
     def __init__(self, root, split, transform, limit=0):
         with gzip.open(os.path.join(root, f"{split}-images-idx3-ubyte.gz")) as f:
-            self.images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)
+            self.images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28).copy()
         with gzip.open(os.path.join(root, f"{split}-labels-idx1-ubyte.gz")) as f:
             self.labels = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64)
         if limit:
