@@ -100,6 +100,7 @@ def main():
         if dist.get_rank() == 0:
             print(f"epoch {epoch + 1}: train loss {total[0] / total[1] * dist.get_world_size():.4f}, "
                   f"test accuracy {correct[0] / correct[1]:.4f}, split {balancer.split()}", flush=True)
+    dist.barrier()  # torch 1.13 + Gloo: no rank tears down while another still finishes the last collective
     dist.destroy_process_group()
 
 

@@ -96,6 +96,8 @@ def case_binding(work):
         else:
             raise AssertionError(f"make_policy({kwargs}) did not raise")
     assert hetrain.scale_split([5, 17, 42], 10, 1000) == [1, 3, 6]
+    capped = hetrain.make_policy("static", 3, 64, shares=[5, 17, 42], bounds=hetrain.Bounds(0, 30)).split()
+    assert max(capped) == 30 and sum(capped) == 64, capped  # a memory cap is kept, the rest goes elsewhere
     a = hetrain.make_policy("adaptive", 2, 64)
     for _ in range(2):
         o = hetrain.Observation()
@@ -130,7 +132,7 @@ def case_zero_rank(work):
 def case_bad_inputs(work):
     bad = [(["--policy", "static", "--shares", "1,2"], "--shares has 2 values but there are 3 workers"),
            (["-b", "2"], "global_batch=2 must be an integer of at least the 3 ranks"),
-           (["--policy", "equal", "--max-local", "10"], "10"),
+           (["--policy", "equal", "--max-local", "10"], "3 workers x [0, 10] cannot hold 64 samples"),
            (["--policy", "adaptive", "--shares", "1,2,3"], "shares are for the static policy")]
     for args, words in bad:
         _, text = launch(work, 3, args, expect_rc=2)

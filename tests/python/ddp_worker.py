@@ -135,6 +135,7 @@ def main():
     with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, "params": params, "used": used, "observations": balancer.observations,
                    "stats": balancer.stats(), "learned": balancer.learned()}, f)
+    dist.barrier()  # no rank tears its connections down while another still finishes a collective
     dist.destroy_process_group()
 
 

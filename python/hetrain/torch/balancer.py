@@ -129,7 +129,7 @@ class Balancer:
 
     # -- the step ------------------------------------------------------------------------------------------
     def _before_forward(self, module, args):
-        if not torch.is_grad_enabled():
+        if not (torch.is_grad_enabled() and module.training):
             return None  # evaluation: not a training step
         self._settle()
         step = self._trained
