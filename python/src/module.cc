@@ -45,7 +45,8 @@ void bind_errors(py::module_& m) {
   static py::exception<DataError> data(m, "DataError", error.ptr());
   static py::exception<CommError> comm(m, "CommError", error.ptr());
   // Translators run newest first: the most derived classes are registered last.
-  py::register_exception_translator([](std::exception_ptr p) {
+  // pybind11 takes a void(*)(std::exception_ptr): by value.
+  py::register_exception_translator([](std::exception_ptr p) {  // NOLINT(performance-unnecessary-value-param)
     try {
       if (p) std::rethrow_exception(p);
     } catch (const UsageError& e) {
