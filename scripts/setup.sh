@@ -34,7 +34,8 @@ for arg in "$@"; do
                        clang libclang-rt-14-dev        # libFuzzer (scripts/fuzz.sh)
                        clang-tidy libc++-14-dev libc++abi-14-dev  # scripts/lint.sh
                        openmpi-bin slurm-wlm munge                # tests/cli/launchers_test.py
-                       python3-torchvision) ;;                    # tests/python/example_test.py
+                       python3-torchvision                        # tests/python/example_test.py
+                       python3-venv python3-pip python3-setuptools python3-wheel python3-pybind11) ;;  # install_test.py
     *) echo "setup: unknown option $arg (use --peer, --test, --python)" >&2; exit 2 ;;
   esac
 done
