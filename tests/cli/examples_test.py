@@ -11,8 +11,8 @@ Modes:
             total = steps x step, cost = hours x prices, rows ordered by the objective, the recommended first;
   jobs      every job trace with every pool through `hetrain plan --jobs` and `hetrain sim --jobs` under each
             objective: plans within the pool, every job finishes once, the summary rows are their jobs' sums;
-  readme    every `build/hetrain ...` command of examples/README.md and examples/sweep_add_slow.sh run as
-            written (exit 0, the output parses);
+  readme    every `build/hetrain ...` command of examples/README.md, run as written (exit 0, it prints);
+  sweep     examples/sweep_add_slow.sh (36 simulations): a full table of percentages (CTest label slow);
   bad-input bad cluster files, inventories and flags: one line, `hetrain: error: `, exit 2 (usage) or 3 (file);
   covered   every file under examples/ is run by this test or named by another test under tests/.
 
@@ -363,6 +363,10 @@ def mode_readme(a):
             fail(f"{' '.join(argv)}: printed nothing")
         elif p:
             print(f"ok: {' '.join(argv)}: exit 0, {len(p.stdout.splitlines())} lines", flush=True)
+
+
+def mode_sweep(a):
+    root = a.examples.parent
     sweep = a.examples / "sweep_add_slow.sh"
     p = run(["bash", sweep, a.hetrain], cwd=root)
     if p:
@@ -447,7 +451,7 @@ def mode_covered(a):
         fail(f"{rel} is run by no test (run it in a test under tests/, or in examples_test.py)")
 
 
-MODES = {"sim": mode_sim, "plan": mode_plan, "jobs": mode_jobs, "readme": mode_readme,
+MODES = {"sim": mode_sim, "plan": mode_plan, "jobs": mode_jobs, "readme": mode_readme, "sweep": mode_sweep,
          "bad-input": mode_bad_input, "covered": mode_covered}
 
 
