@@ -30,7 +30,7 @@ for arg in "$@"; do
               python_package=1 ;;
     --test) packages+=(chromium python3 python3-torch  # the report render test, the TorchScript test
                        python3-numpy                   # .npy files for the npy tests and example
-                       iproute2 bc                     # the network-namespace test (tests/cli/netns_test.sh)
+                       iproute2                        # the network-namespace tests (tests/cli/netns_*.sh)
                        clang libclang-rt-14-dev        # libFuzzer (scripts/fuzz.sh)
                        clang-tidy libc++-14-dev libc++abi-14-dev  # scripts/lint.sh
                        openmpi-bin slurm-wlm munge                # tests/cli/launchers_test.py

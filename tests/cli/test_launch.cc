@@ -28,6 +28,8 @@ TEST_F(Cli, RunLaunchesWorkersThatTrainAndWriteMetrics) {
   const auto o = hetrain(std::string("run -n 3") + kQuick + "--epochs 2 --metrics " + metrics.string());
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("epoch 2/2"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("hetrain: 3 workers (hetrain run), "), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("torchrun"), std::string::npos) << o.out;
   const auto doc = nlohmann::json::parse(slurp(metrics));
   EXPECT_GT(doc["wall_seconds"].get<double>(), 0.0);
   ASSERT_EQ(doc["workers"].size(), 3u);

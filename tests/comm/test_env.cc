@@ -39,6 +39,20 @@ TEST(WorldFromEnv, ReadsTorchrunVariables) {
   EXPECT_EQ(w.master_port, 1234);
 }
 
+// `hetrain run` sets torchrun's variables and names itself, so the banner
+// does not say "torchrun" for a run torchrun never saw.
+TEST(WorldFromEnv, NamesTheLauncherThatSetTheVariables) {
+  const std::map<std::string, std::string> torchrun{{"RANK", "0"}, {"WORLD_SIZE", "4"}};
+  EXPECT_EQ(world_from_env(fake(torchrun)).launcher, "torchrun");
+  auto run = torchrun;
+  run.emplace(kLauncherVariable, kRunLauncher);
+  const auto w = world_from_env(fake(run));
+  EXPECT_EQ(w.launcher, "hetrain run");
+  EXPECT_EQ(w.source, "torchrun");  // still read as torchrun's variables
+  EXPECT_EQ(world_from_env(fake({})).launcher, "none");
+  EXPECT_EQ(world_from_env(fake({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}})).launcher, "slurm");
+}
+
 TEST(WorldFromEnv, ReadsOpenMpiAndSlurmVariables) {
   const auto m = world_from_env(fake({{"OMPI_COMM_WORLD_RANK", "3"},
                                       {"OMPI_COMM_WORLD_SIZE", "8"},

@@ -5,6 +5,9 @@ Good sets:
   reg/      a linear regression problem: train_x (512, 20) float32, train_y (512,) float32, test_* (256, ...)
   cls/      4 classes of 6x6 uint8 images: train_x (400, 6, 6), train_y (400,) int64, test_* (100, ...)
   multi/    multi-label: float16 inputs (300, 12), float32 0/1 targets (300, 3); no test files
+  multi_eval/ multi-label with test files: float16 inputs (2000, 12) / (500, 12), float32 0/1 targets, label j
+            set where input j passes a threshold; the thresholds make the labels' base rates about 0.5, 0.3
+            and 0.2 (so a constant guess per label scores about 0.5, 0.7 and 0.8)
   small/    each supported dtype once, for the reader's unit tests
 Bad files (bad/): each made by NumPy, then cut or patched where the case is a damaged file:
   truncated.npy, magic.npy, fortran.npy, float64.npy, bigendian.npy, lying.npy (header claims fewer rows
@@ -52,6 +55,18 @@ def multi_label(out, rng):
     y = (x[:, :3] > 0).astype(np.float32)
     save(f"{out}/multi/train_x.npy", x)
     save(f"{out}/multi/train_y.npy", y)
+
+
+# Thresholds of inputs 0-2 (standard normal) with P(x > t) of about 0.5, 0.3 and 0.2.
+MULTI_THRESHOLDS = (0.0, 0.524, 0.842)
+
+
+def multi_label_eval(out, rng):
+    for split, n in (("train", 2000), ("test", 500)):
+        x = rng.normal(size=(n, 12)).astype(np.float16)
+        y = (x[:, :3].astype(np.float32) > np.array(MULTI_THRESHOLDS, dtype=np.float32)).astype(np.float32)
+        save(f"{out}/multi_eval/{split}_x.npy", x)
+        save(f"{out}/multi_eval/{split}_y.npy", y)
 
 
 def small(out):
@@ -111,6 +126,7 @@ def main():
     multi_label(a.out, rng)
     small(a.out)
     bad(a.out, rng)
+    multi_label_eval(a.out, np.random.default_rng(27))  # its own stream: the sets above stay as they were
     print(f"make_npy_fixtures: wrote {a.out} (numpy {np.__version__})")
 
 

@@ -5,8 +5,12 @@
 2. Regression with --loss mse: the test RMSE falls below a threshold no constant predictor can reach (a
    constant's best test RMSE is the test targets' standard deviation).
 3. N workers == 1 worker on .npy data (an uneven static split; the prefetcher in the loop).
-4. Classification (uint8 images, int64 labels; accuracy), multi-label (float16 inputs, bce-with-logits, no test
-   files), and a TorchScript model whose input is not 784 values.
+4. Classification (uint8 images, int64 labels; accuracy), multi-label without test files (float16 inputs,
+   bce-with-logits: no metric), and a TorchScript model whose input is not 784 values.
+5. Multi-label that learns: with test files, every label's accuracy clearly above its majority-label baseline
+   (the constant guess, computed from the test labels). hetrain reports the mean over labels, A; a label at
+   accuracy a_j leaves the mean at most (k - 1 + a_j) / k, so a_j >= k A - (k - 1): the test requires that
+   bound above each label's baseline by LABEL_MARGIN.
 Usage: npy_cli_test.py --hetrain BIN --fixtures DIR --work DIR [--torch-python PY]
 """
 import argparse
@@ -21,6 +25,7 @@ USAGE, DATA = 2, 3
 RMSE_FRACTION = 0.25       # the trained model must beat the best constant predictor by 4x
 MIN_CLASS_ACCURACY = 0.9   # 4 well-separated classes
 EQUAL_RELATIVE = 1e-4      # float summation order differs per split
+LABEL_MARGIN = 0.1         # each label's accuracy bound over its constant guess (base rates 0.5, 0.3, 0.2)
 
 # (name, extra flags, exit code, text the one line must hold); {f} is the fixtures directory.
 BAD = [
@@ -143,6 +148,27 @@ def other_tasks(a):
     print(f"npy_cli_test: classification {acc:.3f}, multi-label ran, TorchScript 36-input model {acc2:.3f}")
 
 
+def multi_label_learns(a):
+    f = a.fixtures
+    d = train(a, "multi_eval", ["--data", f"{f}/multi_eval", "--model", "mlp", "--loss", "bce-with-logits",
+                                "-b", "50", "--epochs", "8", "--lr", "0.01"], n=2)
+    test_y = np.load(f"{f}/multi_eval/test_y.npy")
+    k = test_y.shape[1]
+    rate = test_y.mean(axis=0)
+    baseline = np.maximum(rate, 1 - rate)  # the majority guess per label
+    if d["metric"] != "label_accuracy" or "test_label_accuracy" not in d["epochs"][-1]:
+        fail(f"multi-label with test files: metric {d['metric']!r}, epochs {d['epochs'][-1]}")
+    mean = d["epochs"][-1]["test_label_accuracy"]
+    bound = k * mean - (k - 1)  # the least any one label's accuracy can be
+    worst = int(np.argmax(baseline))
+    if not bound > baseline[worst] + LABEL_MARGIN:
+        fail(f"multi-label: mean per-label test accuracy {mean:.4f} bounds each label's at {bound:.4f}, not "
+             f"{LABEL_MARGIN} above label {worst}'s majority baseline {baseline[worst]:.4f} "
+             f"(baselines {np.round(baseline, 4).tolist()})")
+    print(f"npy_cli_test: multi-label learns: mean per-label test accuracy {mean:.4f}, so every label at least "
+          f"{bound:.4f}; majority baselines {np.round(baseline, 4).tolist()}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hetrain", required=True)
@@ -155,6 +181,7 @@ def main():
     regression(a)
     equivalence(a)
     other_tasks(a)
+    multi_label_learns(a)
     print("npy_cli_test: ok")
 
 

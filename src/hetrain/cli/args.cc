@@ -183,7 +183,7 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   };
   if (talk) {
     fmt::print("hetrain: {} workers ({}), model {}, policy {}, B={}, {} training samples\n", group.size(),
-               world.source == "none" ? "single process" : world.source, o.model, o.policy, o.global_batch,
+               world.launcher == "none" ? "single process" : world.launcher, o.model, o.policy, o.global_batch,
                data.train_size());
     std::fflush(stdout);
   }

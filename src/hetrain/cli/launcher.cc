@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 
+#include "hetrain/comm/env.h"
 #include "hetrain/common/error.h"
 
 namespace hetrain::cli {
@@ -88,6 +89,8 @@ class StderrRelay {
   ::setenv("LOCAL_WORLD_SIZE", std::to_string(plan.nproc).c_str(), 1);
   ::setenv("MASTER_ADDR", plan.master_addr.c_str(), 1);
   ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  // torchrun's variables, but the banner names the launcher that set them.
+  ::setenv(comm::kLauncherVariable, comm::kRunLauncher, 1);
   // As torchrun: a restarted worker resumes from its checkpoint.
   ::setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(attempt).c_str(), 1);
   // The job's name in the store (comm/env.h): ours, unique on this host.

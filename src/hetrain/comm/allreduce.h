@@ -34,9 +34,9 @@ struct AllreduceOptions {
 
 // What `auto` runs for a message of `bytes`: halving-doubling below
 // kAutoRingFromBytes (fewer steps: latency dominates), the ring from there
-// (bandwidth-optimal), and Gloo's own ring from kAutoGlooFromBytes, where it
-// is ahead of hetrain's on the 2-core development machine. The thresholds
-// follow bench/allreduce_compare.py (docs/benchmarks.md, "Allreduce").
+// (bandwidth-optimal), and Gloo's own ring from kAutoGlooFromBytes, where
+// bench/allreduce_compare.py finds it ahead of hetrain's. The thresholds
+// follow that benchmark (docs/benchmarks.md, "Allreduce", names the machine).
 // Every rank reduces the same count, so every rank picks the same algorithm.
 inline constexpr std::size_t kAutoRingFromBytes = std::size_t{4} << 20;
 inline constexpr std::size_t kAutoGlooFromBytes = std::size_t{64} << 20;

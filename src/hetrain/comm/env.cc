@@ -149,6 +149,9 @@ WorldInfo world_from_env(const EnvLookup& env) {
   }
   default_master(env, w);
   if (w.source == "torchrun") read_torchelastic(env, w);
+  w.launcher = w.source == "torchrun" && env(kLauncherVariable) == std::optional<std::string>(kRunLauncher)
+                   ? kRunLauncher
+                   : w.source;
   return w;
 }
 

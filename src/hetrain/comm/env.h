@@ -26,6 +26,10 @@ inline constexpr std::uint16_t kDerivedPortSpan = 12000;
 // stays exact in float up to this many ranks).
 inline constexpr int kMaxWorkers = 4096;
 
+// `hetrain run` sets this to "hetrain run" in its workers' environment.
+inline constexpr const char* kLauncherVariable = "HETRAIN_LAUNCHER";
+inline constexpr const char* kRunLauncher = "hetrain run";
+
 struct WorldInfo {
   int rank = 0;
   int world_size = 1;
@@ -34,6 +38,9 @@ struct WorldInfo {
   std::string master_addr = "127.0.0.1";
   std::uint16_t master_port = kDefaultMasterPort;
   std::string source = "none";  // torchrun | mpi | slurm | none
+  // Who started the workers, for messages: the source, or "hetrain run",
+  // which uses torchrun's variables and says so in kLauncherVariable.
+  std::string launcher = "none";
   // torchrun's agent hosts the store (TORCHELASTIC_USE_AGENT_STORE=True):
   // every rank connects as a client and keys under /worker/attempt_N.
   bool agent_store = false;
