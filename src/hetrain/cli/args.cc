@@ -15,6 +15,7 @@
 #include "hetrain/cli/bench.h"
 #include "hetrain/cli/config.h"
 #include "hetrain/cli/launcher.h"
+#include "hetrain/cli/pool_cmd.h"
 #include "hetrain/cli/report_cmd.h"
 #include "hetrain/cli/sim_cmd.h"
 #include "hetrain/comm/allreduce.h"
@@ -306,9 +307,12 @@ int dispatch(int argc, char** argv) {
   auto* report = add_report_command(app, report_opts);
   SimCommands sim_cmds;
   add_sim_commands(app, sim_cmds);
+  PoolCommand pool_cmd;
+  add_pool_command(app, pool_cmd);
 
   if (auto rc = parse(app, argc, argv)) return *rc;
   if (auto rc = run_sim_commands(sim_cmds)) return *rc;
+  if (auto rc = run_pool_command(pool_cmd)) return *rc;
   if (report->parsed()) return run_report(report_opts);
   if (auto rc = run_bench_command(bench_cmd, argc, argv)) return *rc;
   if (train_cmds.run->parsed()) return launch_run(train_cmds.run_opts, train_cmds.run_launch, argc, argv);
