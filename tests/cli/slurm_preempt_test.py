@@ -10,8 +10,9 @@ Modes:
   run   SIGTERM to `hetrain run -n 3` itself (passed on to its workers);
         resumed on 3 workers (the same arithmetic: the final loss and test
         metric bitwise equal), and, from the same checkpoint, on 2 workers,
-        that run stopped again by SIGUSR1 to one worker only, and resumed on
-        4: every sample once across the three runs.
+        that run stopped again by SIGTERM to one worker only, and resumed on
+        4: every sample once across the three runs. SIGUSR1 to one worker
+        of `hetrain run --max-restarts 2`: stopped, not restarted.
   torchrun  SIGTERM to torchrun's agent (--max_restarts 2): it passes the
         signal on, the workers stop with a checkpoint, the agent exits 1 (its
         SignalException) without restarting; resumed on 3 workers, bitwise.
@@ -194,26 +195,30 @@ def mode_run(hetrain, work):
     compare("3 -> 3", work / "resumed3.json", ref, 0.0)
 
     # Another world size, stopped again by one worker's SIGUSR1, then 4 workers.
-    def sigusr1_one_worker(proc):
+    def sigterm_one_worker(proc):
         pid = worker_pid(proc.pid, 1)
         if pid is None:
             fail("second: no rank 1 worker to signal")
-        os.kill(pid, signal.SIGUSR1)
-        return "SIGUSR1 to rank 1 only"
+        os.kill(pid, signal.SIGTERM)
+        return "SIGTERM to rank 1 only"
     stop_midway(hetrain_run(hetrain, 2, "second", work, "--resume", str(ck2), "--checkpoint", str(ck2)), work,
-                "second", sigusr1_one_worker, after=cut + SIGNAL_AFTER_STEP)
+                "second", sigterm_one_worker, after=cut + SIGNAL_AFTER_STEP)
     run_to_end(hetrain_run(hetrain, 4, "third", work, "--resume", str(ck2)), work, "third")
     cut2 = checkpoint_step(json.loads((work / "third.json").read_text()))
     check_exactly_once([(work / "first_samples", 0, cut), (work / "second_samples", cut, cut2),
                         (work / "third_samples", cut2, None)], "3 -> 2 -> 4")
     compare("3 -> 2 -> 4", work / "third.json", ref, CROSS_WORLD_TOLERANCE)
 
-    # A stop is not a failure: --max-restarts does not start it again.
-    def sigterm_now(proc):
-        proc.send_signal(signal.SIGTERM)
-        return "SIGTERM to hetrain run --max-restarts 2"
+    # A stop is not a failure: --max-restarts does not start it again, even
+    # when the request came to a worker, not to the launcher.
+    def sigusr1_rank0(proc):
+        pid = worker_pid(proc.pid, 0)
+        if pid is None:
+            fail("norestart: no rank 0 worker to signal")
+        os.kill(pid, signal.SIGUSR1)
+        return "SIGUSR1 to rank 0 of hetrain run --max-restarts 2"
     stop_midway(hetrain_run(hetrain, 2, "norestart", work, "--checkpoint", str(work / "ck3"), "--max-restarts",
-                            "2"), work, "norestart", sigterm_now)
+                            "2"), work, "norestart", sigusr1_rank0)
     if list(work.glob("norestart_samples.attempt*")):
         fail("norestart: the launcher restarted the workers after a stop on request")
     print("ok: --max-restarts 2: no restart after the stop", flush=True)
