@@ -22,9 +22,8 @@ namespace fs = std::filesystem;
 class Pool : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetrain_pool_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("hetrain_pool_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     pool_.types = {{"fast", 2, 0.0}, {"slow", 1, 0.0}};
   }
@@ -71,7 +70,8 @@ TEST_F(Pool, BadJobFilesAreDataErrorsNamingTheKey) {
     }
   };
   refused(job.substr(0, job.find("[run]")), "[run]");
-  refused(job + "\n[[job]]\nname = \"k\"\nspeeds = { fast = 1 }\nglobal_batch = 4\nsteps = 1\n", "exactly one");
+  refused(job + "\n[[job]]\nname = \"k\"\nspeeds = { fast = 1 }\nglobal_batch = 4\nsteps = 1\n",
+          "exactly one");
   std::string policy = job;
   policy.replace(policy.find("\"--model\""), 9, "\"--policy\"");
   refused(policy, "--policy is set by hetrain pool");
@@ -86,8 +86,9 @@ TEST_F(Pool, BadJobFilesAreDataErrorsNamingTheKey) {
 TEST_F(Pool, TheSubmissionNamesTheGenerationAndTheTypesAsFeatures) {
   const SpoolJob s = load_spool_job(write("j.toml", kJob), pool_);
   const auto one = sbatch_args(s, pool_, {2, 0}, 3, "/logs");
-  EXPECT_EQ(one, (std::vector<std::string>{"-N", "2", "--ntasks-per-node=1", "--exclusive", "--job-name=hp-j-3",
-                                           "--output=/logs/j.3.out", "--constraint=fast"}));
+  EXPECT_EQ(one,
+            (std::vector<std::string>{"-N", "2", "--ntasks-per-node=1", "--exclusive", "--job-name=hp-j-3",
+                                      "--output=/logs/j.3.out", "--constraint=fast"}));
   EXPECT_EQ(sbatch_args(s, pool_, {2, 1}, 1, "/logs").back(), "--constraint=[fast*2&slow*1]");
   const std::string script = job_script(s, pool_, "/bin/hetrain", 3);
   EXPECT_NE(script.find("'m.3.json'"), std::string::npos) << script;  // %g: the generation

@@ -15,15 +15,19 @@
 namespace hetrain::cli {
 
 void add_pool_command(CLI::App& app, PoolCommand& c) {
-  c.app = app.add_subcommand("pool",
-                             "Run the multi-job planner on a real Slurm: place, move (checkpoint, resubmit, resume) "
-                             "and finish the jobs dropped into a spool folder (docs/scheduling.md)");
+  c.app = app.add_subcommand(
+      "pool",
+      "Run the multi-job planner on a real Slurm: place, move (checkpoint, resubmit, resume) "
+      "and finish the jobs dropped into a spool folder (docs/scheduling.md)");
   auto& o = c.controller;
-  c.app->add_option("--spool", o.spool, "Folder of job files (one [[job]] and a [run] table each)")->required();
+  c.app->add_option("--spool", o.spool, "Folder of job files (one [[job]] and a [run] table each)")
+      ->required();
   c.app->add_option("--cluster", c.cluster, "The pool's machine types (TOML); names are Slurm node features")
       ->required();
-  c.app->add_option("--hetrain", o.hetrain, "The hetrain binary jobs run, on a path every node sees (default: this one)");
-  c.app->add_option("--objective", c.objective, "max-min-fair | min-avg-jct | makespan | cost")->capture_default_str();
+  c.app->add_option("--hetrain", o.hetrain,
+                    "The hetrain binary jobs run, on a path every node sees (default: this one)");
+  c.app->add_option("--objective", c.objective, "max-min-fair | min-avg-jct | makespan | cost")
+      ->capture_default_str();
   c.app->add_option("--solver", c.solver, "auto | lp | greedy")->capture_default_str();
   c.app->add_option("--round-seconds", o.round_seconds, "Re-plan at least this often")->capture_default_str();
   c.app->add_option("--poll-seconds", o.poll_seconds, "Seconds between looks at squeue and the spool")
@@ -34,7 +38,9 @@ void add_pool_command(CLI::App& app, PoolCommand& c) {
       ->capture_default_str();
   c.app->add_flag("--until-done", c.until_done, "Exit once every job in the spool is done or failed");
   c.app->add_option("--max-seconds", c.max_seconds, "Give up (exit code 4) after this long (0: never)");
-  c.app->add_option("--crash-after", o.crash_after, "(testing) exit right after this command: sbatch | scancel")
+  c.app
+      ->add_option("--crash-after", o.crash_after,
+                   "(testing) exit right after this command: sbatch | scancel")
       ->group("");
 }
 

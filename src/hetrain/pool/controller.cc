@@ -96,7 +96,8 @@ bool Controller::read_spool(double now) {
 bool Controller::reconcile(const std::vector<QueuedJob>& queue, double now) {
   bool changed = false;
   for (auto& [name, js] : state_.jobs) {
-    if (js.status != Status::kSubmitting && js.status != Status::kRunning && js.status != Status::kStopping) continue;
+    if (js.status != Status::kSubmitting && js.status != Status::kRunning && js.status != Status::kStopping)
+      continue;
     if (jobs_.count(name) == 0) continue;  // its file is gone: leave it as it was
     if (const QueuedJob* q = find(queue, slurm_name(name, js.generation))) {
       if (js.status == Status::kSubmitting) js.status = Status::kRunning, js.slurm_id = q->id, changed = true;
@@ -107,11 +108,15 @@ bool Controller::reconcile(const std::vector<QueuedJob>& queue, double now) {
     js.exit_code = code;
     js.started = true;
     js.allocation.clear();
-    js.status = code == 0 ? Status::kDone : code == kStoppedExitCode || code < 0 ? Status::kWaiting : Status::kFailed;
+    js.status = code == 0                              ? Status::kDone
+                : code == kStoppedExitCode || code < 0 ? Status::kWaiting
+                                                       : Status::kFailed;
     if (js.status == Status::kDone) js.ended = now;
     say(fmt::format("{} (Slurm job {}) ended: {}", name, js.slurm_id,
-                    code == 0 ? "done" : code == kStoppedExitCode ? "stopped with a checkpoint"
-                                       : code < 0 ? "gone without an exit code; it will resume" : fmt::format("failed, exit code {}", code)));
+                    code == 0                  ? "done"
+                    : code == kStoppedExitCode ? "stopped with a checkpoint"
+                    : code < 0                 ? "gone without an exit code; it will resume"
+                                               : fmt::format("failed, exit code {}", code)));
     changed = true;
   }
   if (changed) save();
@@ -151,8 +156,9 @@ void Controller::submit(const std::string& name, JobState& js) {
   if (o_.crash_after == "sbatch") std::_Exit(kCrashExitCode);
   js.status = Status::kRunning;
   save();
-  say(fmt::format("{} submitted on {} as Slurm job {} ({}{})", name, placement(pool_, js.allocation), js.slurm_id,
-                  slurm_name(name, js.generation), js.started ? ", resuming from its checkpoint" : ""));
+  say(fmt::format("{} submitted on {} as Slurm job {} ({}{})", name, placement(pool_, js.allocation),
+                  js.slurm_id, slurm_name(name, js.generation),
+                  js.started ? ", resuming from its checkpoint" : ""));
 }
 
 // Running jobs whose machines change are stopped; waiting jobs the plan
@@ -202,7 +208,8 @@ std::size_t Controller::poll() {
   }
   act(queue);
   std::size_t open = 0;
-  for (const auto& [name, js] : state_.jobs) open += js.status != Status::kDone && js.status != Status::kFailed;
+  for (const auto& [name, js] : state_.jobs)
+    open += js.status != Status::kDone && js.status != Status::kFailed;
   return open;
 }
 

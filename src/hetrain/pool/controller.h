@@ -24,11 +24,11 @@
 namespace hetrain::pool {
 
 struct ControllerOptions {
-  std::string spool;               // folder of job files; state and logs under SPOOL/.pool/
-  std::string hetrain;             // the binary the jobs run, on a path every node sees
-  double round_seconds = 60.0;     // re-plan at least this often
-  double poll_seconds = 1.0;       // between looks at squeue and the spool
-  double command_timeout = 30.0;   // seconds any Slurm command may take
+  std::string spool;              // folder of job files; state and logs under SPOOL/.pool/
+  std::string hetrain;            // the binary the jobs run, on a path every node sees
+  double round_seconds = 60.0;    // re-plan at least this often
+  double poll_seconds = 1.0;      // between looks at squeue and the spool
+  double command_timeout = 30.0;  // seconds any Slurm command may take
   sched::PlanOptions plan;
   // (testing) exit with kCrashExitCode right after this command, before the
   // state records it: "sbatch" or "scancel".
@@ -59,7 +59,7 @@ class Controller {
   Slurm slurm_;
   std::string state_path_, log_dir_;
   PoolState state_;
-  std::map<std::string, SpoolJob> jobs_;            // by name, from the spool
+  std::map<std::string, SpoolJob> jobs_;             // by name, from the spool
   std::map<std::string, sched::Allocation> target_;  // the last plan's, by name
   std::set<std::string> refused_;                    // spool files with errors (reported once)
   std::map<std::string, double> signalled_;          // when each stopping job was last signalled

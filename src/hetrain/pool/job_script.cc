@@ -55,7 +55,8 @@ std::string exit_file(const SpoolJob& s, int generation) {
   return (std::filesystem::path(s.checkpoint) / fmt::format("exit.{}", generation)).string();
 }
 
-std::string job_script(const SpoolJob& s, const sched::Pool& pool, const std::string& hetrain, int generation) {
+std::string job_script(const SpoolJob& s, const sched::Pool& pool, const std::string& hetrain,
+                       int generation) {
   std::vector<double> emulate;
   for (const auto& t : pool.types) emulate.push_back(s.emulate.count(t.name) ? s.emulate.at(t.name) : 1.0);
   std::string flags;
@@ -67,8 +68,9 @@ std::string job_script(const SpoolJob& s, const sched::Pool& pool, const std::st
   return fmt::format(
       "#!/bin/bash\n# hetrain pool: job {}, generation {}\nck={}\nexit_file={}\nhetrain={}\nflags=({})\n"
       "declare -A share=({}) emulate=({})\nemulated={}\n{}",
-      s.job.name, generation, bash_word(s.checkpoint), bash_word(exit_file(s, generation)), bash_word(hetrain), flags,
-      by_type(pool, s.job.speed), by_type(pool, emulate), s.emulate.empty() ? 0 : 1, kBody);
+      s.job.name, generation, bash_word(s.checkpoint), bash_word(exit_file(s, generation)),
+      bash_word(hetrain), flags, by_type(pool, s.job.speed), by_type(pool, emulate),
+      s.emulate.empty() ? 0 : 1, kBody);
 }
 
 std::vector<std::string> sbatch_args(const SpoolJob& s, const sched::Pool& pool, const sched::Allocation& x,
@@ -79,9 +81,13 @@ std::vector<std::string> sbatch_args(const SpoolJob& s, const sched::Pool& pool,
   }
   const std::string constraint =
       parts.size() == 1 ? parts[0].substr(0, parts[0].find('*')) : fmt::format("[{}]", fmt::join(parts, "&"));
-  return {"-N", std::to_string(sched::machines_in(x)), "--ntasks-per-node=1", "--exclusive",
+  return {"-N",
+          std::to_string(sched::machines_in(x)),
+          "--ntasks-per-node=1",
+          "--exclusive",
           "--job-name=" + slurm_name(s.job.name, generation),
-          "--output=" + (std::filesystem::path(log_dir) / fmt::format("{}.{}.out", s.job.name, generation)).string(),
+          "--output=" +
+              (std::filesystem::path(log_dir) / fmt::format("{}.{}.out", s.job.name, generation)).string(),
           "--constraint=" + constraint};
 }
 

@@ -25,7 +25,8 @@ std::string exit_file(const SpoolJob& s, int generation);
 // (e.g. "--metrics", "/shared/m/job07.%g.json").
 inline constexpr const char* kGenerationMark = "%g";
 
-std::string job_script(const SpoolJob& s, const sched::Pool& pool, const std::string& hetrain, int generation);
+std::string job_script(const SpoolJob& s, const sched::Pool& pool, const std::string& hetrain,
+                       int generation);
 
 // -N, one task per node, the job name, the output file and the nodes'
 // features: one type "--constraint=fast", several "--constraint=[fast*2&slow*1]".

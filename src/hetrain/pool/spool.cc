@@ -14,7 +14,8 @@ namespace hetrain::pool {
 namespace {
 
 // Flags the controller owns: a job file giving one would fight it.
-const std::set<std::string> kControllerFlags = {"--policy", "--shares", "--speeds", "--checkpoint", "--resume"};
+const std::set<std::string> kControllerFlags = {"--policy", "--shares", "--speeds", "--checkpoint",
+                                                "--resume"};
 
 std::vector<std::string> read_flags(const toml::table& run, const sim::Fields& f) {
   std::vector<std::string> flags;
@@ -29,14 +30,16 @@ std::vector<std::string> read_flags(const toml::table& run, const sim::Fields& f
   return flags;
 }
 
-std::map<std::string, double> read_emulate(const toml::table& run, const sim::Fields& f, const sched::Pool& pool) {
+std::map<std::string, double> read_emulate(const toml::table& run, const sim::Fields& f,
+                                           const sched::Pool& pool) {
   std::map<std::string, double> out;
   const toml::table* t = run.get_as<toml::table>("emulate");
   if (t == nullptr) return out;
   for (const auto& [key, value] : *t) {
     const std::string type(key.str());
     const auto speed = value.value<double>();
-    const bool known = std::any_of(pool.types.begin(), pool.types.end(), [&](auto& m) { return m.name == type; });
+    const bool known =
+        std::any_of(pool.types.begin(), pool.types.end(), [&](auto& m) { return m.name == type; });
     if (!known) f.fail("emulate", fmt::format("'{}' is not a machine type of the pool", type));
     if (!speed || *speed <= 0.0 || *speed > 1.0) f.fail("emulate", "speeds must be in (0, 1]");
     out[type] = *speed;

@@ -14,7 +14,8 @@
 namespace hetrain::pool {
 namespace {
 
-constexpr std::array<const char*, 6> kNames = {"waiting", "submitting", "running", "stopping", "done", "failed"};
+constexpr std::array<const char*, 6> kNames = {"waiting",  "submitting", "running",
+                                               "stopping", "done",       "failed"};
 
 Status parse_status(const std::string& name, const std::string& path) {
   for (std::size_t i = 0; i < kNames.size(); ++i)
@@ -58,10 +59,14 @@ void save_state(const std::string& path, const PoolState& s) {
   doc["clock_origin"] = s.clock_origin;
   doc["jobs"] = nlohmann::json::object();
   for (const auto& [name, j] : s.jobs) {
-    doc["jobs"][name] = {{"status", status_name(j.status)}, {"generation", j.generation},
-                         {"slurm_id", j.slurm_id},          {"allocation", j.allocation},
-                         {"started", j.started},            {"arrived", j.arrived},
-                         {"ended", j.ended},                {"exit_code", j.exit_code}};
+    doc["jobs"][name] = {{"status", status_name(j.status)},
+                         {"generation", j.generation},
+                         {"slurm_id", j.slurm_id},
+                         {"allocation", j.allocation},
+                         {"started", j.started},
+                         {"arrived", j.arrived},
+                         {"ended", j.ended},
+                         {"exit_code", j.exit_code}};
   }
   write_file_atomic(path, doc.dump(1) + "\n");
 }
