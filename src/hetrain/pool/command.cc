@@ -22,6 +22,7 @@ constexpr int kExecFailed = 127;          // as a shell says "not found"
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(out_fd, STDERR_FILENO);
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   std::vector<std::string> copy = argv;
   for (auto& a : copy) args.push_back(a.data());
   args.push_back(nullptr);

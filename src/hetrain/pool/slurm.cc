@@ -14,7 +14,7 @@ std::string Slurm::submit(const std::vector<std::string>& sbatch_args, const std
   argv.insert(argv.end(), sbatch_args.begin(), sbatch_args.end());
   argv.push_back(script);
   const CommandResult r = run_command(argv, timeout_);
-  const std::string id = r.output.substr(0, r.output.find_first_of(";\n"));
+  std::string id = r.output.substr(0, r.output.find_first_of(";\n"));
   if (r.exit_code != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
     throw Error(fmt::format("sbatch failed (exit code {}): {}", r.exit_code, first_line(r.output)));
   }
