@@ -6,7 +6,9 @@ resumes from its checkpoint folder when one is there, stop it mid-epoch with
 exit code 6), learn its end without sacct (squeue, then `scontrol show job`),
 and submit it again on another number of workers: the second job resumes, and
 across both every sample of the epoch is used once and the final loss is the
-uninterrupted run's (relative tolerance in slurm_preempt_test.py).
+uninterrupted run's (relative tolerance in slurm_preempt_test.py). Then a
+plain `scancel JOB` (Slurm's own cancel and preemption): stopped after a step
+with a checkpoint too.
 
 Real daemons: a one-node Slurm the test starts and stops (launchers_test.py).
 Usage: slurm_move_test.py --hetrain BIN --work DIR
@@ -66,6 +68,29 @@ def wait_end(env, job):
     return seconds, int(m.group(1))
 
 
+def cancel_plainly(env, work, hetrain):
+    """Slurm's own cancel (what preemption with PreemptMode=CANCEL does):
+    SIGTERM to every process of the job, SIGKILL after KillWait. The run
+    still stops after a step with its checkpoint written."""
+    ck = work / "ck_cancel"
+    script = work / "job_cancel.sh"
+    script.write_text(SCRIPT.format(ck=ck, hetrain=hetrain))
+    script.chmod(0o755)
+    job = submit(env, work, "cancelled", 3, script, *FLAGS, "--sample-log", str(work / "cancelled_samples"))
+    deadline = time.monotonic() + JOB_LIMIT
+    while logged_step(work / "cancelled_samples") < SIGNAL_AFTER_STEP:
+        if time.monotonic() > deadline:
+            fail(f"job {job} did not reach step {SIGNAL_AFTER_STEP}")
+        time.sleep(POLL / 4)
+    slurm(env, "scancel", job)
+    seconds, code = wait_end(env, job)
+    out = (work / "cancelled.out").read_text()
+    if not (ck / "checkpoint.pt").is_file() or "stopped on request" not in out or seconds >= KILL_WAIT:
+        fail(f"plain scancel {job}: after {seconds:.1f} s, checkpoint: {(ck / 'checkpoint.pt').is_file()}:\n{out[-3000:]}")
+    print(f"ok: plain scancel {job} after step {SIGNAL_AFTER_STEP}: out of squeue in {seconds:.2f} s "
+          f"(ExitCode {code}), checkpoint written", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hetrain", required=True)
@@ -102,6 +127,7 @@ def main():
         if code != 0:
             fail(f"job {second} (the resubmission): exit code {code}:\n{(work / 'second.out').read_text()[-3000:]}")
         print(f"ok: resubmitted as {second} on 2 workers: ended with exit code 0 in {seconds:.1f} s", flush=True)
+        cancel_plainly(env, work, hetrain)
     cut = checkpoint_step(json.loads((work / "second.json").read_text()))
     check_exactly_once([(work / "first_samples", 0, cut), (work / "second_samples", cut, None)],
                        "sbatch 3 -> scancel --signal=TERM -> sbatch 2")
