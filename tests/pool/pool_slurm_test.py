@@ -191,6 +191,25 @@ class Cluster:
         fail(f"the namespace cluster did not come up in {UP_LIMIT} s (sinfo: {r.stdout} {r.stderr})\n{logs}")
 
     def __exit__(self, *exc):
+        # Jobs still running (a failed test) are cancelled; whatever is left in
+        # our namespaces after that (job steps outlive slurmd) is killed.
+        try:
+            if self.procs and self.netns:
+                self.run(["scancel", "--user=root"])
+                deadline = time.monotonic() + 15
+                while time.monotonic() < deadline and self.run(["squeue", "-h", "-o", "%i"]).stdout.strip():
+                    time.sleep(0.5)
+        except (OSError, subprocess.SubprocessError):
+            pass  # the daemons are gone or stuck: what is left is killed below
+        daemons = {p.pid for p in self.procs}
+        for ns in self.netns:
+            r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+            for pid in map(int, r.stdout.split()):
+                if pid not in daemons:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
         for p in reversed(self.procs):
             p.terminate()
             try:
