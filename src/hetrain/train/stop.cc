@@ -1,5 +1,7 @@
 #include "hetrain/train/stop.h"
 
+#include <signal.h>
+
 #include <atomic>
 
 #include "hetrain/common/error.h"
@@ -16,7 +18,14 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 void note(int sig) {
   int none = 0;
-  g_stop_signal.compare_exchange_strong(none, sig);  // the first signal names the request
+  if (g_stop_signal.compare_exchange_strong(none, sig)) return;  // the first signal names the request
+  // Ctrl-C twice: the user does not want to wait for the step (a worker
+  // stuck in a rendezvous would otherwise wait for its timeout). Slurm
+  // never sends SIGINT, and may deliver SIGTERM twice (to srun and its tasks).
+  if (sig == SIGINT) {
+    ::signal(SIGINT, SIG_DFL);
+    ::raise(SIGINT);
+  }
 }
 
 }  // namespace

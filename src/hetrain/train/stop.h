@@ -13,7 +13,8 @@
 namespace hetrain::train {
 
 // While one exists, SIGTERM, SIGINT and SIGUSR1 are noted instead of
-// killing the process (SA_RESTART: blocking calls are not interrupted); the
+// killing the process (SA_RESTART: blocking calls are not interrupted), but
+// a second SIGINT kills it as usual (Ctrl-C twice); the
 // previous handlers come back when it is destroyed. One per process at a
 // time (the CLI's worker and launcher make one each).
 class StopSignals {
