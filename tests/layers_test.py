@@ -21,13 +21,14 @@ ALLOWED = {
     "sim": {"common", "comm", "alloc", "data", "record"},
     "report": {"common", "record"},
     "sched": {"common", "comm", "alloc", "data", "record", "sim"},
-    "cli": {"common", "comm", "alloc", "data", "record", "train", "sim", "report", "sched"},
+    "pool": {"common", "comm", "alloc", "data", "record", "sim", "sched"},
+    "cli": {"common", "comm", "alloc", "data", "record", "train", "sim", "report", "sched", "pool"},
 }
 # CMake target -> its folder (comm_gloo is comm's Gloo backend, comm/gloo/).
 TARGETS = {
     "hetrain_common": "common", "hetrain_comm": "comm", "hetrain_comm_gloo": "comm",
     "hetrain_alloc": "alloc", "hetrain_data": "data", "hetrain_record": "record",
-    "hetrain_train": "train", "hetrain_sim": "sim", "hetrain_report": "report", "hetrain_sched": "sched",
+    "hetrain_train": "train", "hetrain_sim": "sim", "hetrain_report": "report", "hetrain_sched": "sched", "hetrain_pool": "pool",
     "hetrain": "cli",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"hetrain/([a-z_]+)/')

@@ -20,7 +20,7 @@ std::vector<float> reduce(const Telemetry& t, const std::vector<Telemetry::Mine>
 
 TEST(Telemetry, EveryRankLearnsEveryRanksComputeTimeAndTheGlobalLoss) {
   const Telemetry t(3);
-  EXPECT_EQ(t.size(), 5u * 3u + 1u);
+  EXPECT_EQ(t.size(), 5u * 3u + 2u);
   const float f = split_fingerprint({10, 20, 34});
   const auto block = reduce(t, {{0.5, 0.25, 1.0, f}, {0.75, 0.5, 1.5, f}, {2.0, 0.125, 1.25, f}});
   const Telemetry::All all = t.read(block);
@@ -46,6 +46,15 @@ TEST(Telemetry, ARankThatCutTheBatchDifferentlyIsCaught) {
   ASSERT_NE(mine, other);
   const auto block = reduce(t, {{1, 0, 0, mine}, {1, 0, 0, other}});
   EXPECT_FALSE(t.same_split(t.read(block), mine));
+}
+
+TEST(Telemetry, OneRankAskedToStopStopsEveryRank) {
+  const Telemetry t(3);
+  Telemetry::Mine asked;
+  asked.stop = true;
+  EXPECT_FALSE(t.read(reduce(t, {{}, {}, {}})).stop);
+  EXPECT_TRUE(t.read(reduce(t, {{}, asked, {}})).stop);
+  EXPECT_TRUE(t.read(reduce(t, {asked, asked, asked})).stop);
 }
 
 TEST(SplitFingerprint, TellsApartSplitsThatMoveOneSample) {

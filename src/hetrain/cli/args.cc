@@ -15,6 +15,7 @@
 #include "hetrain/cli/bench.h"
 #include "hetrain/cli/config.h"
 #include "hetrain/cli/launcher.h"
+#include "hetrain/cli/pool_cmd.h"
 #include "hetrain/cli/report_cmd.h"
 #include "hetrain/cli/sim_cmd.h"
 #include "hetrain/comm/allreduce.h"
@@ -23,6 +24,7 @@
 #include "hetrain/common/error.h"
 #include "hetrain/common/file_io.h"
 #include "hetrain/report/progress.h"
+#include "hetrain/train/stop.h"
 #include "hetrain/train/trainer.h"
 
 namespace hetrain::cli {
@@ -158,6 +160,20 @@ int default_threads(int local_workers) {
   return std::max(1, static_cast<int>(cores) / std::max(1, local_workers));
 }
 
+// Stopped on request after a step every rank agreed on: not an error, but
+// not done either (rank 0 says where to continue).
+int report_stop(const train::TrainOptions& o, const train::TrainResult& r, int rank) {
+  if (rank == 0) {
+    std::fprintf(stderr, "hetrain: stopped on request after step %zu; %s\n", r.stopped_at_step,
+                 o.checkpoint_dir.empty()
+                     ? "no --checkpoint DIR, nothing saved"
+                     : fmt::format("checkpoint in {} (continue with --resume {})", o.checkpoint_dir,
+                                   o.checkpoint_dir)
+                           .c_str());
+  }
+  return static_cast<int>(ExitCode::kStopped);
+}
+
 int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   comm::WorldInfo world = comm::world_from_env(comm::process_env());
   if (!l.master_addr.empty()) world.master_addr = l.master_addr;
@@ -165,6 +181,7 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   if (l.nproc != 0 && l.nproc != world.world_size) {
     throw UsageError(fmt::format("-n {} but the environment says WORLD_SIZE {}", l.nproc, world.world_size));
   }
+  const train::StopSignals stop_signals;  // a signal now stops after a step, with a checkpoint
   train::resume_after_restart(o, world.restart_count);
   train::validate(o, world.world_size);
   if (world.rank == 0 && !o.metrics_path.empty()) check_writable(o.metrics_path);
@@ -195,6 +212,7 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
     std::fflush(stdout);
   };
   const auto result = train::train(o, data, group, on_epoch, on_step);
+  if (result.stopped) return report_stop(o, result, group.rank());
   if (group.rank() == 0) {
     if (!o.metrics_path.empty()) write_file_atomic(o.metrics_path, record::to_json(result.metrics));
     if (talk && result.metrics.resumed_world_size > 0) {
@@ -289,9 +307,12 @@ int dispatch(int argc, char** argv) {
   auto* report = add_report_command(app, report_opts);
   SimCommands sim_cmds;
   add_sim_commands(app, sim_cmds);
+  PoolCommand pool_cmd;
+  add_pool_command(app, pool_cmd);
 
   if (auto rc = parse(app, argc, argv)) return *rc;
   if (auto rc = run_sim_commands(sim_cmds)) return *rc;
+  if (auto rc = run_pool_command(pool_cmd)) return *rc;
   if (report->parsed()) return run_report(report_opts);
   if (auto rc = run_bench_command(bench_cmd, argc, argv)) return *rc;
   if (train_cmds.run->parsed()) return launch_run(train_cmds.run_opts, train_cmds.run_launch, argc, argv);

@@ -19,6 +19,7 @@
 
 #include "hetrain/comm/env.h"
 #include "hetrain/common/error.h"
+#include "hetrain/train/stop.h"
 
 namespace hetrain::cli {
 namespace {
@@ -132,11 +133,27 @@ std::uint16_t free_port() {
 
 namespace {
 
-// How one attempt ended: the rank that failed first (-1: none) and its status.
+// How one attempt ended: the rank that failed first (-1: none) and its
+// status; whether the workers stopped on request (exit code 6, not a failure).
 struct AttemptEnd {
   int first_rank = -1;
   int first_status = 0;
+  bool stopped = false;
 };
+
+bool stopped_on_request(int status) {
+  return WIFEXITED(status) && WEXITSTATUS(status) == static_cast<int>(ExitCode::kStopped);
+}
+
+std::chrono::steady_clock::time_point after_seconds(double seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+void signal_all(const std::vector<pid_t>& pids, int sig) {
+  for (pid_t p : pids)
+    if (p > 0) ::kill(p, sig);
+}
 
 // Starts the workers of one attempt, waits for all of them, and stops the
 // rest as soon as one fails.
@@ -172,22 +189,27 @@ AttemptEnd run_attempt(const LaunchPlan& plan, int attempt, std::uint16_t port) 
       for (std::size_t i = 0; i < pids.size(); ++i) {
         if (pids[i] == pid) rank = static_cast<int>(i), pids[i] = -1;
       }
-      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-      if (failed && end.first_rank < 0) end = {rank, status};
+      const bool stopped = stopped_on_request(status);
+      end.stopped = end.stopped || stopped;
+      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stopped;
+      if (failed && end.first_rank < 0) end.first_rank = rank, end.first_status = status;
       continue;
     }
-    if (end.first_rank >= 0 && !terminated) {
-      // One worker failed: the others would wait for it until the timeout.
-      for (pid_t p : pids)
-        if (p > 0) ::kill(p, SIGTERM);
+    if (end.first_rank >= 0 && !killed) {
+      // One worker failed: the others would wait for it until the timeout,
+      // and cannot finish a step to stop at (SIGTERM would ask for that).
+      signal_all(pids, SIGKILL);
+      killed = true;
+    }
+    if (!terminated && train::stop_requested()) {
+      // We were asked to stop: the workers stop after a step, with a
+      // checkpoint (train/stop.h), as if Slurm had signalled them.
+      signal_all(pids, SIGTERM);
       terminated = true;
-      kill_at =
-          std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                 std::chrono::duration<double>(plan.grace_seconds));
+      kill_at = after_seconds(plan.grace_seconds);
     }
     if (terminated && !killed && std::chrono::steady_clock::now() >= kill_at) {
-      for (pid_t p : pids)
-        if (p > 0) ::kill(p, SIGKILL);
+      signal_all(pids, SIGKILL);
       killed = true;
     }
     relay.pump(kPollMillis);
@@ -215,13 +237,15 @@ bool reported_itself(const AttemptEnd& end) {
 int launch(const LaunchPlan& plan) {
   HETRAIN_ENFORCE_LT(0, plan.nproc);
   HETRAIN_ENFORCE_LE(0, plan.max_restarts);
+  const train::StopSignals stop_signals;  // SIGTERM, SIGINT: passed on to the workers
   for (int attempt = 0;; ++attempt) {
     // A fresh port per attempt: the dead group's store may linger in TIME_WAIT.
     const std::uint16_t port = plan.master_port != 0 ? plan.master_port : free_port();
     const AttemptEnd end = run_attempt(plan, attempt, port);
-    if (end.first_rank < 0) return 0;
+    // A stop on request is not a failure: never restarted.
+    if (end.first_rank < 0) return end.stopped ? static_cast<int>(ExitCode::kStopped) : 0;
     if (reported_itself(end)) return exit_code_of(end);
-    if (attempt < plan.max_restarts) {
+    if (attempt < plan.max_restarts && !train::stop_requested()) {
       std::fprintf(stderr, "hetrain: worker %d failed first (%s); restarting all workers (restart %d of %d)\n",
                    end.first_rank, describe(end.first_status).c_str(), attempt + 1, plan.max_restarts);
       continue;

@@ -14,7 +14,10 @@ struct LaunchPlan {
   std::string master_addr = "127.0.0.1";
   std::uint16_t master_port = 0;         // 0: ask the OS for a free one
   std::vector<std::string> worker_args;  // argv after the program name
-  double grace_seconds = 5.0;            // SIGTERM -> SIGKILL for the survivors
+  // A stop request (SIGTERM, SIGINT to the launcher) -> SIGKILL for workers
+  // still running: under Slurm's default KillWait (30 s), so the launcher is
+  // never killed before its workers.
+  double grace_seconds = 25.0;
   // After a worker fails, stop the rest and start them all again this many
   // times (as torchrun --max_restarts); each restart resumes from the
   // checkpoint (TORCHELASTIC_RESTART_COUNT tells the workers).

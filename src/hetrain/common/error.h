@@ -17,6 +17,9 @@ enum class ExitCode : int {
   kData = 3,      // missing, truncated or corrupt input files
   kComm = 4,      // rendezvous, collectives, timeouts, a dead peer
   kWorker = 5,    // the launcher saw a worker fail
+  // Not an error: stopped on request (SIGTERM, SIGINT, SIGUSR1) after a step
+  // every rank agreed on, with a checkpoint; launchers must not restart it.
+  kStopped = 6,
 };
 
 class Error : public std::runtime_error {

@@ -114,6 +114,10 @@ void Checkpointer::end_epoch(const Cursor& c, std::size_t) {
   if (options_.checkpoint_every == 0 || c.total_steps % options_.checkpoint_every != 0) save(c);
 }
 
+void Checkpointer::stopped(const Cursor& c) {
+  if (options_.checkpoint_every == 0 || c.total_steps % options_.checkpoint_every != 0) save(c);
+}
+
 void Checkpointer::save(const Cursor& c) {
   CheckpointMeta meta = base_;
   const bool epoch_done = c.next_step == steps_in_epoch_;

@@ -47,6 +47,8 @@ class StepObserver {
   // Collective where an observer gathers: every rank calls it after each
   // epoch's steps, observers in the same order.
   virtual void end_epoch(const Cursor&, std::size_t /*epoch_steps*/) {}
+  // Every rank, after the step at which the ranks agreed to stop (train/stop.h).
+  virtual void stopped(const Cursor&) {}
 };
 
 // --sample-log PREFIX: each rank appends "epoch step id..." for the samples
@@ -103,6 +105,7 @@ class Checkpointer final : public StepObserver {
                Model& model, torch::optim::Optimizer& optimizer, const alloc::Policy& policy);
   void after_step(const StepOutcome& s, const Cursor& c) override;
   void end_epoch(const Cursor& c, std::size_t epoch_steps) override;
+  void stopped(const Cursor& c) override;
 
  private:
   void save(const Cursor& c);

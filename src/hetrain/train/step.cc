@@ -9,6 +9,7 @@
 #include "hetrain/alloc/split.h"
 #include "hetrain/comm/allreduce.h"
 #include "hetrain/common/error.h"
+#include "hetrain/train/stop.h"
 
 namespace hetrain::train {
 namespace {
@@ -106,6 +107,7 @@ StepOutcome StepRunner::run(const StepPlan& plan, const Batch& slice) {
   mine.off_cpu_seconds = emulation_.slept_seconds();
   mine.previous_step_seconds = last_step_seconds_;
   mine.fingerprint = split_fingerprint(plan.split);
+  mine.stop = stop_requested();  // as late as possible: this step is done either way
   out.all = reduce(plan, mine, out);
   apply(plan.global_step);
   out.clock.apply_end = Clock::now();

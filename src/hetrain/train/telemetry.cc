@@ -25,6 +25,7 @@ void Telemetry::write(std::span<float> block, std::size_t rank, const Mine& mine
   block[kCpu * workers_ + rank] = static_cast<float>(mine.cpu_seconds);
   block[kOffCpu * workers_ + rank] = static_cast<float>(mine.off_cpu_seconds);
   block[kPerRankFields * workers_] = mine.fingerprint;
+  block[kPerRankFields * workers_ + 1] = mine.stop ? 1.0f : 0.0f;
 }
 
 Telemetry::All Telemetry::read(std::span<const float> block) const {
@@ -39,6 +40,7 @@ Telemetry::All Telemetry::read(std::span<const float> block) const {
         std::max(all.previous_step_seconds, static_cast<double>(block[kPreviousStep * workers_ + i]));
   }
   all.fingerprint_sum = block[kPerRankFields * workers_];
+  all.stop = block[kPerRankFields * workers_ + 1] > 0.0f;
   return all;
 }
 

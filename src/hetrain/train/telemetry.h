@@ -4,11 +4,14 @@
 //
 // Layout for N workers, in floats:
 //   [compute seconds x N | scaled loss x N | previous step seconds x N |
-//    compute CPU-seconds x N | compute seconds off the CPU x N | fingerprint]
+//    compute CPU-seconds x N | compute seconds off the CPU x N | fingerprint |
+//    stop votes]
 // Each rank writes only its own slot of each per-rank field and zeros
 // elsewhere, so the SUM allreduce gathers them. The fingerprint is a checksum
 // of the split each rank used: summed, it must be N times every rank's own,
-// or the workers cut the batch differently and samples would be lost.
+// or the workers cut the batch differently and samples would be lost. The
+// stop votes count the ranks asked to stop (train/stop.h): any vote stops
+// every rank after this same step.
 // Torch-free: the layout is plain arithmetic that tests check directly.
 #pragma once
 
@@ -28,6 +31,7 @@ class Telemetry {
     float fingerprint = 0.0f;            // split_fingerprint of the split this rank used
     double cpu_seconds = 0.0;            // CPU time the process used during compute
     double off_cpu_seconds = 0.0;        // of compute, slept by design (an emulated device or speed)
+    bool stop = false;                   // this rank was asked to stop (a signal)
   };
   // Every rank's, after the reduction.
   struct All {
@@ -39,10 +43,11 @@ class Telemetry {
     // rank, so every policy decides alike.
     double previous_step_seconds = 0.0;
     float fingerprint_sum = 0.0f;
+    bool stop = false;  // some rank was asked to stop: all stop after this step
   };
 
   explicit Telemetry(std::size_t workers) : workers_(workers) {}
-  std::size_t size() const { return kPerRankFields * workers_ + 1; }  // floats
+  std::size_t size() const { return kPerRankFields * workers_ + 2; }  // floats
 
   // Writes `mine` into `block` (size() floats, zeroed by the caller).
   void write(std::span<float> block, std::size_t rank, const Mine& mine) const;

@@ -118,6 +118,7 @@ class Training {
   void record_eval(double metric);
   CheckpointMeta resume_or_start();
   void add_observers(const StepCallback& on_step);
+  void stop_here(const Cursor& at);
 
   const TrainOptions& o_;
   comm::Group& group_;
@@ -252,6 +253,17 @@ void Training::record_eval(double metric) {
   eval_steps_ = 0;
 }
 
+// Some rank was asked to stop (the vote rode in this step's allreduce):
+// every rank is here after the same step. The barrier holds the others
+// until rank 0's checkpoint is on disk, so any rank's exit means it is.
+void Training::stop_here(const Cursor& at) {
+  for (auto& ob : observers_) ob->stopped(at);
+  group_.barrier();
+  stop_ = true;
+  result_.stopped = true;
+  result_.stopped_at_step = at.total_steps;
+}
+
 void Training::run_epoch(std::size_t epoch) {
   const auto epoch_start = Clock::now();
   const auto permutation = data::epoch_permutation(train_n_, o_.seed, epoch);
@@ -271,6 +283,7 @@ void Training::run_epoch(std::size_t epoch) {
     ++epoch_steps;
     at = {epoch, step + 1, ++total_steps_};
     for (auto& ob : observers_) ob->after_step(outcome, at);
+    if (outcome.all.stop) return stop_here(at);
     if (o_.eval_every != 0 && total_steps_ % o_.eval_every == 0) record_eval(evaluate_now());
   }
   const double train_seconds = seconds_since(epoch_start);

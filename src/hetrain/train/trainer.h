@@ -30,6 +30,10 @@ namespace hetrain::train {
 struct TrainResult {
   record::RunMetrics metrics;
   std::vector<float> parameters;  // final parameters, flattened in module order
+  // Stopped on request (train/stop.h) before the planned end: every rank
+  // stopped after the same step, and --checkpoint DIR holds that step.
+  bool stopped = false;
+  std::size_t stopped_at_step = 0;  // steps done in all when it stopped
 };
 
 // Called on every rank after each epoch (the CLI prints on rank 0).
