@@ -6,7 +6,7 @@
 # them, to runs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --python
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETRAIN_BUILD_TESTS=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target hetrain
 mkdir -p runs
