@@ -22,7 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from launchers_test import SlurmCluster, fail
+from launchers_test import SlurmCluster, fail, free_port
 from slurm_preempt_test import (CROSS_WORLD_TOLERANCE, FLAGS, KILL_WAIT, SIGNAL_AFTER_STEP, STOPPED,
                                 check_exactly_once, checkpoint_step, compare, logged_step, run_to_end)
 
@@ -104,7 +104,7 @@ def main():
     script = work / "job.sh"
     script.write_text(SCRIPT.format(ck=ck, hetrain=hetrain))
     script.chmod(0o755)
-    with SlurmCluster(work) as cluster:
+    with SlurmCluster(work, fail, free_port) as cluster:
         env = {k: v for k, v in cluster.env.items() if k not in ("MASTER_ADDR", "MASTER_PORT")}
         first = submit(env, work, "first", 3, script, *FLAGS, "--sample-log", str(work / "first_samples"))
         deadline = time.monotonic() + JOB_LIMIT

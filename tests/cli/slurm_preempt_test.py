@@ -249,7 +249,7 @@ def mode_torchrun(hetrain, work):
 def mode_srun(hetrain, work):
     ref, ck = work / "ref.json", work / "ck"
     run_to_end([hetrain, "run", "-n", "3", *FLAGS, "--metrics", str(ref)], work, "uninterrupted")
-    with SlurmCluster(work) as cluster:
+    with SlurmCluster(work, fail, free_port) as cluster:
         env = {k: v for k, v in cluster.env.items() if k not in ("MASTER_ADDR", "MASTER_PORT")}
 
         def scancel(proc):
