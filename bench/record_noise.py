@@ -38,6 +38,7 @@ QUOTA_CPUS = 0.25        # the quota regime's CPUs for rank 3, as bench/allocati
 QUOTA_RANK = 3
 CGROUP_NAME = "hetrain_noise"  # its own cgroup, so a concurrent allocation benchmark keeps its own
 SAMPLE_COST_MS = 1.0     # the devices regime: emulated milliseconds per sample
+SYNTHETIC_TEST = 64      # test samples: the end-of-run evaluation is not what is recorded
 COLLECTIVE_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 600      # a run of --steps short steps takes well under a minute on 2 cores
 # regime -> (global batch, extra flags)
@@ -61,7 +62,9 @@ def free_port():
 def command(a, regime, metrics):
     batch, extra = REGIMES[regime]
     return [LAUNCH, str(WORKERS), str(free_port()), a.hetrain, "worker", "-q", "--model", "mlp",
-            "--data", "synthetic", "--policy", "equal", "-b", str(batch), "--max-steps", str(a.steps),
+            "--data", "synthetic", "--synthetic-train", str(batch * (a.steps + 1)),
+            "--synthetic-test", str(SYNTHETIC_TEST), "--epochs", "1",
+            "--policy", "equal", "-b", str(batch), "--max-steps", str(a.steps),
             "--timeout", str(COLLECTIVE_TIMEOUT_S), "--metrics", metrics] + extra
 
 
