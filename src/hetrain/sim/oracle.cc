@@ -80,24 +80,30 @@ Score score(const std::vector<double>& finish) {
   return s;
 }
 
-// One improving move of a sample off a slowest worker, or false. Workers
-// of one group holding as many samples are alike: one of them is tried.
-bool improve(const WorldView& w, std::vector<std::size_t>& b, std::size_t limit) {
-  const std::vector<double> finish = expected_finish(w, b);
-  const Score now = score(finish);
-  std::vector<std::size_t> targets;
-  for (std::size_t t = 0; t < b.size(); ++t) {
-    const bool seen = std::any_of(targets.begin(), targets.end(), [&](std::size_t u) {
-      return (*w.rank_group)[u] == (*w.rank_group)[t] && b[u] == b[t];
+// Workers of one group holding as many samples are alike: one of each.
+std::vector<std::size_t> representatives(const WorldView& w, const std::vector<std::size_t>& b) {
+  std::vector<std::size_t> out;
+  for (std::size_t r = 0; r < b.size(); ++r) {
+    const bool seen = std::any_of(out.begin(), out.end(), [&](std::size_t u) {
+      return (*w.rank_group)[u] == (*w.rank_group)[r] && b[u] == b[r];
     });
-    if (!seen && b[t] < limit) targets.push_back(t);
+    if (!seen) out.push_back(r);
   }
+  return out;
+}
+
+// The best move of one sample between two workers, if it improves the
+// score. Any worker may give: on a shared machine a worker that is not the
+// slowest frees cores for the one that is.
+bool improve(const WorldView& w, std::vector<std::size_t>& b, std::size_t limit) {
+  const Score now = score(expected_finish(w, b));
+  const std::vector<std::size_t> alike = representatives(w, b);
   Score best = now;
   std::size_t from = 0, to = 0;
-  for (std::size_t s = 0; s < b.size(); ++s) {
-    if (b[s] == 0 || finish[s] < now.makespan * (1.0 - kTieFraction)) continue;
-    for (const std::size_t t : targets) {
-      if (t == s) continue;
+  for (const std::size_t s : alike) {
+    if (b[s] == 0) continue;
+    for (const std::size_t t : alike) {
+      if (t == s || b[t] >= limit) continue;
       --b[s];
       ++b[t];
       const Score tried = score(expected_finish(w, b));
