@@ -245,12 +245,17 @@ void Run::observe(const std::vector<std::size_t>& split, const std::vector<doubl
   // The trainer's telemetry rides in the float32 gradient buffer: the
   // policy sees each time rounded to float, and so it does here.
   auto as_float = [](double x) { return static_cast<double>(static_cast<float>(x)); };
+  auto floats = [&](const std::vector<double>& x) {
+    std::vector<double> out(x.size());
+    std::transform(x.begin(), x.end(), out.begin(), as_float);
+    return out;
+  };
   alloc::Observation obs;
   obs.local_batch = split;
-  for (const double s : seconds) obs.compute_seconds.push_back(as_float(s));
+  obs.compute_seconds = floats(seconds);
   obs.previous_step_seconds = as_float(previous_step_);
-  for (const double s : cpu_) obs.cpu_seconds.push_back(as_float(s));
-  for (const double s : wait_) obs.wait_seconds.push_back(as_float(s));
+  obs.cpu_seconds = floats(cpu_);
+  obs.wait_seconds = floats(wait_);
   if (o_.on_observe) o_.on_observe(obs);
   if (policy_) policy_->observe(obs);
 }
