@@ -9,7 +9,8 @@
 # hetrain's start-up, which loads libtorch), the simulation loop's own
 # seconds, and its microseconds per worker-step (roughly constant = linear).
 # Usage: bench/sim_scale.sh [build/hetrain] [SIZES...]   SIZES as WORKERSxSTEPS
-#        POLICIES="equal adaptive" (the default) picks the policies.
+#        POLICIES="equal adaptive" (the default) picks the policies; REPS=N (default 1)
+#        repeats each size's policies, interleaved (quote medians).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 hetrain=${1:-$root/build/hetrain}
@@ -17,6 +18,7 @@ shift || true
 sizes=("$@")
 ((${#sizes[@]})) || sizes=(1000x1000 10000x1000 100000x1000)
 read -r -a policies <<< "${POLICIES:-equal adaptive}"
+reps=${REPS:-1}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -61,7 +63,7 @@ echo "|---|---|---|---|---|---|---|"
 for size in "${sizes[@]}"; do
   n=${size%x*} steps=${size#*x}
   cluster "$n" > "$tmp/c.toml"
-  for policy in "${policies[@]}"; do
+  for ((rep = 0; rep < reps; rep++)); do for policy in "${policies[@]}"; do
     /usr/bin/time -f "%e %U %S" -o "$tmp/time" taskset -c 0 \
       "$hetrain" sim --cluster "$tmp/c.toml" --policy "$policy" --steps "$steps" > "$tmp/out"
     read -r wall user sys < "$tmp/time"
@@ -69,5 +71,5 @@ for size in "${sizes[@]}"; do
     python3 -c 'import sys; n,k,p,w,u,s,l=sys.argv[1:]; n,k=int(n),int(k); cpu=float(u)+float(s);
 print(f"| {n} | {k} | {p} | {float(w):.2f} | {cpu:.2f} | {float(l):.2f} | {1e6*float(l)/(n*k):.3f} |")' \
       "$n" "$steps" "$policy" "$wall" "$user" "$sys" "$loop"
-  done
+  done; done
 done
