@@ -142,8 +142,8 @@ TEST(Noise, ATraceIsReplayedInBlocksFromItsOwnValues) {
     before = v;
   }
   // Within a block the next value is the next step of the same column: 2 of
-  // 3 steps (fewer where a block meets a column's end); independent draws
-  // would run on 1 time in 12.
+  // 3 steps (fewer where a block wraps round the column's end); independent
+  // draws would run on 1 time in 12.
   EXPECT_GT(runs_on, kSteps / 2);
   EXPECT_GT(tens, kSteps / 3);  // both recorded workers are replayed
   EXPECT_LT(tens, 2 * kSteps / 3);

@@ -99,14 +99,16 @@ double NoiseStreams::correlated(State& s, double correlation) {
 
 double NoiseStreams::replay(State& s, const NoiseModel& m) {
   const auto& columns = m.trace->columns;
-  if (s.left == 0 || s.position >= columns[s.column].size()) {  // a new block from a random place
+  const std::size_t steps = columns[0].size();
+  if (s.left == 0) {  // a new block from a random place
     s.column = std::min(columns.size() - 1, static_cast<std::size_t>(unit() * static_cast<double>(columns.size())));
-    const std::size_t steps = columns[s.column].size();
     s.position = std::min(steps - 1, static_cast<std::size_t>(unit() * static_cast<double>(steps)));
     s.left = m.block;
   }
   --s.left;
-  return columns[s.column][s.position++];
+  const double v = columns[s.column][s.position];
+  s.position = (s.position + 1) % steps;  // circular: every recorded step is replayed as often
+  return v;
 }
 
 double NoiseStreams::draw(std::size_t rank, const WorkerGroup& g) {

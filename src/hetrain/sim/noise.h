@@ -2,7 +2,7 @@
 // noise-free compute time drawn from its group's NoiseModel (cluster.h):
 // normal or log-normal around 1, autocorrelated through an AR(1) process,
 // with occasional spikes; or blocks replayed from a recorded trace of real
-// runs. Part of the world, not of any policy: nothing here comes from alloc/.
+// runs (circular block bootstrap). Part of the world, not of any policy: nothing here comes from alloc/.
 #pragma once
 
 #include <cstddef>
