@@ -25,6 +25,7 @@ constexpr double kMaxDeviceToCpu = 4.0;    // time off the CPU per sample, x the
 constexpr double kMaxCachePenalty = 2.0;   // marginal cost past the cache cliff
 constexpr double kMaxSlowdown = 8.0;       // an event slows a group by up to this
 constexpr double kMaxSwitchSlowdown = 4.0; // a heterogeneity switch slows each group by up to this
+constexpr std::size_t kMaxChanges = 3;     // events of one cluster (a slowdown and its recovery count as one)
 constexpr std::size_t kFirstEventStep = 100, kLastEventStep = 700;  // of a 1,000-step run
 constexpr std::size_t kMinTraceBlock = 10, kMaxTraceBlock = 50;     // steps replayed from one offset
 constexpr double kBandwidth = 1.25e9;      // bytes/s: 10 Gbit/s
@@ -131,7 +132,7 @@ Event speed_event(std::size_t step, std::size_t group, double factor) {
 // Mid-run changes: slowdowns (some recover), a switch of every group's
 // speed, a worker joining or leaving.
 void add_events(Cluster& c, Draw& d) {
-  const std::size_t changes = d.between(std::size_t{1}, std::size_t{3});
+  const std::size_t changes = d.between(std::size_t{1}, kMaxChanges);
   for (std::size_t k = 0; k < changes; ++k) {
     const std::size_t step = d.between(kFirstEventStep, kLastEventStep);
     const std::size_t group = d.between(std::size_t{0}, c.groups.size() - 1);
@@ -188,7 +189,7 @@ Cluster random_cluster(std::uint64_t seed, const Traces& traces) {
   if (kind >= 0.8) add_devices(c, d, traces);
   if (c.workers() < 2) add_group(c, d, traces, kNoMachine, 1, kBaseSpeed / std::pow(kMaxSpeedRatio, d.unit()));
   c.global_batch = static_cast<std::size_t>(std::round(32.0 * std::pow(2.0, d.between(0.0, 5.0))));
-  c.global_batch = std::max(c.global_batch, c.workers() + 1);  // room for a worker to join
+  c.global_batch = std::max(c.global_batch, c.workers() + kMaxChanges);  // room for every change to be a join
   const double share = static_cast<double>(c.global_batch) / static_cast<double>(c.workers());
   for (auto& g : c.groups) {
     if (d.chance(0.25)) {  // a cache cliff near the equal share
