@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,28 @@ SeedRange seed_range(std::string& error) {
   return {};
 }
 
-std::string policy_under_test() {
+// HETRAIN_PROPERTY_POLICY: a policy's name, or oracle:LAG (the oracle
+// learning of each change of speed LAG steps late: how much a policy that
+// knows the true speeds but follows late may lose).
+struct Trial {
+  std::string policy = "adaptive";
+  std::size_t oracle_lag = 0;
+};
+
+Trial policy_under_test() {
   const char* env = std::getenv("HETRAIN_PROPERTY_POLICY");
-  return env != nullptr ? env : "adaptive";
+  Trial t;
+  if (env == nullptr) return t;
+  t.policy = env;
+  if (t.policy.rfind("oracle:", 0) == 0) {
+    const std::string lag = t.policy.substr(7);
+    if (lag.empty() || lag.find_first_not_of("0123456789") != std::string::npos) {
+      throw std::invalid_argument(fmt::format("HETRAIN_PROPERTY_POLICY='{}': expected oracle:STEPS", t.policy));
+    }
+    t.oracle_lag = std::stoul(lag);
+    t.policy = "oracle";
+  }
+  return t;
 }
 
 // With HETRAIN_PROPERTY_DUMP=DIR set, a failing cluster is written to
@@ -79,9 +99,11 @@ void dump(const Cluster& c, std::uint64_t seed, const std::vector<double>& share
       << fmt::format("# --shares {}\n", fmt::join(shares, ",")) << to_toml(c);
 }
 
-SimResult run(const Cluster& c, const std::string& policy, std::vector<double> shares = {}) {
+SimResult run(const Cluster& c, const std::string& policy, std::vector<double> shares = {},
+               std::size_t oracle_lag = 0) {
   SimOptions o;
   o.policy = policy;
+  o.oracle_lag = oracle_lag;
   o.steps = kSteps;
   o.shares = std::move(shares);
   o.record_splits = true;
@@ -119,9 +141,10 @@ struct Verdict {
   std::string text;    // the whole story, for a failure
 };
 
-Verdict judge(const Cluster& c, const std::string& policy) {
+Verdict judge(const Cluster& c, const Trial& trial) {
+  const std::string& policy = trial.policy;
   const std::vector<double> shares = true_initial_speeds(c);
-  const SimResult tested = run(c, policy, policy == "static" ? shares : std::vector<double>{});
+  const SimResult tested = run(c, policy, policy == "static" ? shares : std::vector<double>{}, trial.oracle_lag);
   Verdict v;
   v.apart = identical_spread(c, tested);
   std::string yardstick;
@@ -148,12 +171,13 @@ TEST(AllocationProperty, ThePolicyKeepsUpWithTheBestFixedSplitAndTheOracleAndIde
   const SeedRange seeds = seed_range(error);
   ASSERT_TRUE(error.empty()) << error;
   const Traces traces = load_traces(HETRAIN_NOISE_DIR);
-  const std::string policy = policy_under_test();
+  const Trial trial = policy_under_test();
+  const std::string policy = trial.oracle_lag > 0 ? fmt::format("oracle:{}", trial.oracle_lag) : trial.policy;
   std::size_t slow_fixed = 0, slow_changing = 0, spread = 0, changing = 0;
   std::vector<std::uint64_t> failing;
   for (std::uint64_t seed = seeds.first; seed < seeds.first + seeds.count; ++seed) {
     const Cluster c = random_cluster(seed, traces);
-    const Verdict v = judge(c, policy);
+    const Verdict v = judge(c, trial);
     changing += changes(c) ? 1 : 0;
     (changes(c) ? slow_changing : slow_fixed) += v.slow ? 1 : 0;
     spread += v.apart.empty() ? 0 : 1;

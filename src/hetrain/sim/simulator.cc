@@ -21,6 +21,7 @@ namespace {
 // The policy that is no policy: the world's own solver with the true mean
 // costs (oracle.h), for comparison.
 constexpr const char* kOracle = "oracle";
+constexpr std::size_t kNever = static_cast<std::size_t>(-1);
 
 // The cluster as it stands at some step: groups with their current counts
 // and speeds; ranks are numbered group by group.
@@ -135,7 +136,7 @@ class Run {
  private:
   void apply_events(std::size_t total);
   void start_world();
-  std::vector<std::size_t> slice(std::size_t batch);
+  std::vector<std::size_t> slice(std::size_t total, std::size_t batch);
   std::vector<double> compute(const std::vector<std::size_t>& split);
   double reduce();
   void observe(const std::vector<std::size_t>& split, const std::vector<double>& seconds);
@@ -148,6 +149,7 @@ class Run {
   std::unique_ptr<alloc::Policy> policy_;  // null for the oracle
   std::vector<std::size_t> oracle_;        // the oracle's split, for oracle_batch_ samples
   std::size_t oracle_batch_ = 0;           // 0: to be solved (the world changed)
+  std::size_t oracle_due_ = kNever;        // step at which a late oracle learns of a change of speed
   double allreduce_ = 0.0;                 // seconds, noise-free, for the current world
   double previous_step_ = 0.0;             // seconds of the step before (0: none in this world)
   NoiseStreams noise_;
@@ -193,7 +195,7 @@ void Run::apply_events(std::size_t total) {
     events = true;
     world_changed = world_changed || e.kind != EventKind::kSpeed;
   }
-  if (events) oracle_batch_ = 0;  // the true costs changed
+  if (events) oracle_due_ = total + o_.oracle_lag;  // the true costs changed
   if (!world_changed) return;
   const std::vector<std::size_t> old_rank_group = w_.rank_group;
   w_.renumber(c_);
@@ -205,8 +207,12 @@ void Run::apply_events(std::size_t total) {
   policy_ = make_world_policy(w_, c_, o_, carry_models(policy_->learned(), old_rank_group, w_.rank_group));
 }
 
-std::vector<std::size_t> Run::slice(std::size_t batch) {
-  if (!policy_) {  // the oracle, solved again when the world or the batch changes
+std::vector<std::size_t> Run::slice(std::size_t total, std::size_t batch) {
+  if (!policy_) {  // the oracle, solved again when the world (or, late, its speeds) or the batch changes
+    if (total >= oracle_due_) {
+      oracle_batch_ = 0;
+      oracle_due_ = kNever;
+    }
     if (oracle_batch_ != batch) {
       oracle_ = oracle_split({&c_, &w_.groups, &w_.rank_group}, batch, bounds_of(w_.groups).max_local);
       oracle_batch_ = batch;
@@ -275,7 +281,7 @@ void Run::record(const std::vector<std::size_t>& split, const StepTrace& t) {
 
 void Run::step(std::size_t total, std::size_t batch) {
   apply_events(total);
-  const std::vector<std::size_t> split = slice(batch);
+  const std::vector<std::size_t> split = slice(total, batch);
   const std::vector<double> seconds = compute(split);
   StepTrace t;
   t.workers = split.size();

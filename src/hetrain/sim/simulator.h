@@ -26,6 +26,9 @@ struct SimOptions {
   std::size_t steps = 0;       // stop after this many steps (0: no limit, needs epochs)
   std::size_t epochs = 0;      // 0: `steps` full global batches; else needs dataset_samples
   bool record_splits = false;  // keep every step's per-worker split (workers x steps numbers)
+  // oracle: steps it takes to learn of a change of speed (0: at once); a
+  // change of membership it always sees at once (its split must fit).
+  std::size_t oracle_lag = 0;
   // Called with every observation the policy gets (tests, tracing).
   std::function<void(const alloc::Observation&)> on_observe;
 };
