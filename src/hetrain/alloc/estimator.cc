@@ -1,0 +1,122 @@
+#include "hetrain/alloc/estimator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace hetrain::alloc {
+namespace {
+
+bool usable(double b, double q) { return b > 0.0 && q > 0.0 && std::isfinite(b) && std::isfinite(q); }
+
+}  // namespace
+
+bool Cusum::add(double z, const AdaptiveTuning& t) {
+  up_ = std::max(0.0, up_ + z - t.cusum_drift);
+  down_ = std::max(0.0, down_ - z - t.cusum_drift);
+  if (up_ < t.cusum_limit && down_ < t.cusum_limit) return false;
+  clear();
+  return true;
+}
+
+double LineEstimate::error(double b) const {
+  const double y = predict(b);
+  const double var = paa_ + 2.0 * b * pac_ + b * b * pcc_;
+  return y > 0.0 ? std::sqrt(std::max(var, 0.0)) / y : 0.0;
+}
+
+void LineEstimate::drift(const AdaptiveTuning& t) {
+  if (!known_) return;
+  // The level's random walk: the whole line scales, Q = d^2 x x'.
+  const double d2 = t.speed_drift * t.speed_drift;
+  paa_ += d2 * a_ * a_, pac_ += d2 * a_ * c_, pcc_ += d2 * c_ * c_;
+}
+
+// The first sample: all of it per-sample cost, the overhead unknown up to
+// half the step, the level known up to the prior noise.
+void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
+  const double sa2 = 0.25 * q * q, sy2 = t.prior_noise * t.prior_noise * q * q;
+  a_ = 0.0, c_ = q / b;
+  paa_ = sa2, pac_ = -sa2 / b, pcc_ = (sa2 + sy2) / (b * b);
+  noise_ = t.prior_noise;
+  known_ = true;
+  samples_ = 1;
+}
+
+void LineEstimate::seed(double overhead, double per_sample, double b, const AdaptiveTuning& t) {
+  start(b, overhead + per_sample * b, t);
+  a_ = overhead, c_ = per_sample;
+}
+
+void LineEstimate::update(double b, double q, bool noise, const AdaptiveTuning& t) {
+  const double clip = t.clip_sigmas;
+  const double y = std::max(predict(b), 1e-12);
+  const double ph0 = paa_ + b * pac_, ph1 = pac_ + b * pcc_;
+  const double hph = std::max(ph0 + b * ph1, 0.0);
+  const double s = hph + noise_ * noise_ * y * y;
+  const double root = std::sqrt(s);
+  const double nu = std::clamp(q - y, -clip * root, clip * root);
+  a_ += ph0 / s * nu, c_ += ph1 / s * nu;
+  paa_ -= ph0 * ph0 / s, pac_ -= ph0 * ph1 / s, pcc_ -= ph1 * ph1 / s;
+  project();
+  // The noise: a running mean of squared residuals (the prior counts as one),
+  // less the line's own uncertainty, forgetting at the speed drift's rate.
+  if (!noise) return;
+  const double r2 = std::max(0.0, (nu * nu - hph) / (y * y));
+  const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift);
+  noise_ = std::max(t.min_noise, std::sqrt((1.0 - w) * noise_ * noise_ + w * r2));
+}
+
+// Onto the lines that make sense: no negative overhead, a positive cost per sample.
+void LineEstimate::project() {
+  a_ = std::max(a_, 0.0);
+  c_ = std::max(c_, 1e-12);
+}
+
+bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
+  if (!usable(b, q)) return false;
+  if (!known_) {
+    start(b, q, t);
+    return false;
+  }
+  const double y = std::max(predict(b), 1e-12);
+  const double s = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) + noise_ * noise_ * y * y;
+  const double z = std::clamp((q - y) / std::sqrt(s), -t.clip_sigmas, t.clip_sigmas);
+  const bool changed = cusum_.add(z, t);
+  if (changed) {
+    // The level is unknown again (100%): the next samples set it.
+    paa_ += a_ * a_, pac_ += a_ * c_, pcc_ += c_ * c_;
+    ++changes_;
+  }
+  update(b, q, !changed, t);  // a change's residual is not noise
+  ++samples_;
+  return changed;
+}
+
+Estimator::Estimator(std::size_t workers, AdaptiveTuning tuning, std::vector<bool> on_cpu)
+    : tuning_(tuning), wall_(workers), cpu_(workers), wait_(workers), on_cpu_(std::move(on_cpu)) {
+  on_cpu_.resize(workers, false);
+}
+
+bool Estimator::observe(const std::vector<WorkerSample>& samples) {
+  bool changed = false;
+  for (std::size_t i = 0; i < wall_.size(); ++i) {
+    wall_[i].drift(tuning_), cpu_[i].drift(tuning_), wait_[i].drift(tuning_);
+    const WorkerSample& s = samples[i];
+    const bool wall = wall_[i].observe(s.batch, s.compute, tuning_);
+    const bool cpu = cpu_[i].observe(s.batch, s.cpu, tuning_);
+    const bool wait = wait_[i].observe(s.batch, s.wait, tuning_);
+    changed = changed || (on_cpu_[i] ? cpu || wait : wall);
+  }
+  return changed;
+}
+
+void Estimator::seed(std::size_t i, double overhead, double speed, double batch) {
+  wall_[i].seed(overhead, 1.0 / speed, std::max(batch, 1.0), tuning_);
+}
+
+bool Estimator::all_known() const {
+  return std::all_of(wall_.begin(), wall_.end(), [](const LineEstimate& l) { return l.known(); });
+}
+
+}  // namespace hetrain::alloc
