@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "hetrain/common/error.h"
 
@@ -20,7 +21,7 @@ AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bo
     : global_batch_(global_batch),
       bounds_(bounds),
       tuning_(tuning),
-      proposer_(global_batch, bounds, (placement.check(workers), placement), tuning),
+      proposer_(global_batch, bounds, (placement.check(workers), std::move(placement)), tuning),
       estimator_(workers, tuning, proposer_.on_cpu()),
       control_(tuning),
       samples_(workers) {

@@ -41,6 +41,7 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
   noise_ = t.prior_noise;
   known_ = true;
   samples_ = 1;
+  last_batch_ = b;
 }
 
 void LineEstimate::seed(double overhead, double per_sample, double b, const AdaptiveTuning& t) {
@@ -89,6 +90,7 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
     ++changes_;
   }
   update(b, q, !changed, t);  // a change's residual is not noise
+  last_batch_ = b;
   ++samples_;
   return changed;
 }

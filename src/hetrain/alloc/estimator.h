@@ -40,6 +40,9 @@ class LineEstimate {
   double predict(double b) const { return a_ + c_ * b; }
   // Relative standard error of predict(b) (how well the line is known there).
   double error(double b) const;
+  // Relative standard error of the level where the line was last measured:
+  // what one more sample there would tell (it grows while unobserved).
+  double level_error() const { return error(last_batch_); }
   // Relative standard deviation of one measurement around the line.
   double noise() const { return noise_; }
   std::size_t samples() const { return samples_; }
@@ -60,6 +63,7 @@ class LineEstimate {
   double a_ = 0.0, c_ = 0.0;                 // the line
   double paa_ = 0.0, pac_ = 0.0, pcc_ = 0.0;  // its covariance
   double noise_ = 0.0;                        // relative noise (standard deviation)
+  double last_batch_ = 1.0;                   // the batch of the last sample
   std::size_t samples_ = 0, changes_ = 0;
   Cusum cusum_;
 };

@@ -63,7 +63,7 @@ struct Proposer::Plan {
 Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>& incumbent) const {
   const std::size_t n = e.workers();
   const double typical = std::max(1.0, static_cast<double>(global_batch_) / static_cast<double>(n));
-  const double margin = expected_max_normal(n);
+  const double margin = expected_max_normal(std::min<std::size_t>(n, 2));
   Plan p;
   p.line.resize(n), p.key.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -78,14 +78,19 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     } else {
       u.wall_overhead = w.overhead(), u.wall_per_sample = w.per_sample();
     }
+    // Compared where the worker runs (an idle one at the typical batch): away
+    // from its samples a line extrapolates with an error that makes everyone alike.
+    const double at = incumbent[i] > 0 ? static_cast<double>(incumbent[i]) : typical;
+    const double t = cpu ? u.cpu(at) / u.cpus + u.wait(at) : u.wall_overhead + at * u.wall_per_sample;
+    // The noise margin and the optimism scale the plan, not the key: noise
+    // estimates of identical workers differ, their means do not.
     double f = 1.0 + margin * w.noise();
-    if (incumbent[i] == 0) f *= std::max(kMinOptimism, 1.0 - tuning_.explore_sigmas * main.error(typical));
+    if (incumbent[i] == 0) f *= std::max(kMinOptimism, 1.0 - tuning_.explore_sigmas * main.level_error());
     u = scaled(u, f);
-    const double t = cpu ? u.cpu(typical) / u.cpus + u.wait(typical) : u.wall_overhead + typical * u.wall_per_sample;
     const std::size_t klass =
         cpu ? (u.host + 1) + (static_cast<std::size_t>(std::llround(u.cpus * 1000.0)) << 32) : 0;
-    p.key[i] = {std::max(t, 1e-12), main.error(typical), klass};
-    if (incumbent[i] > 0) p.error = std::max(p.error, main.error(static_cast<double>(incumbent[i])));
+    p.key[i] = {std::max(t / at, 1e-15), main.error(at), klass};
+    if (incumbent[i] > 0) p.error = std::max(p.error, main.error(at));
   }
   return p;
 }
@@ -107,6 +112,7 @@ std::unique_ptr<StepCostModel> Proposer::model(const Plan& p, const std::vector<
   }
   if (!hosts_) {
     std::vector<DeviceUnit> lines;
+    lines.reserve(pooled.size());
     for (const HostUnit& u : pooled) lines.push_back({u.wall_overhead, std::max(u.wall_per_sample, 1e-15)});
     return std::make_unique<DeviceCostModel>(unit_of, std::move(lines));
   }
