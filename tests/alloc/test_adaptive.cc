@@ -99,6 +99,7 @@ std::size_t steps_to_follow(double after, double noise) {
     const double ideal = 160.0 * after / vs;
     if (std::abs(static_cast<double>(p->split()[3]) - ideal) <= std::max(1.0, 0.1 * ideal)) return k;
   }
+  ADD_FAILURE() << "split after 60 steps: " << ::testing::PrintToString(p->split());
   return 1000;
 }
 

@@ -111,14 +111,23 @@ HostUnit cpu_unit(std::size_t host, double cpus, double per_sample, double wait_
   return u;
 }
 
-TEST(HostCost, OneCoreGoesToTheCheapestWorker) {
-  // One core, two workers of 1 CPU: 0.01 and 0.02 CPU-s per sample. Giving
-  // all to the cheaper one: 100 samples in 1 s; any share for the dearer one
-  // costs twice the CPU per sample, so it gets none.
+TEST(HostCost, OneCoreIsSharedAndTheCheaperWorkerTakesMoreSamples) {
+  // One core, two workers of 1 CPU: 0.01 and 0.02 CPU-s per sample. Equal CPU
+  // for both (processor sharing): 100 samples split 2:1, each worker 0.667
+  // CPU-s, both done at 1.333 s.
   const HostCostModel m({0, 1}, {cpu_unit(0, 1, 0.01), cpu_unit(0, 1, 0.02)}, {1.0});
   const SolvedSplit s = solve(m, 100, {});
-  EXPECT_EQ(s.split, (std::vector<std::size_t>{100, 0}));
-  EXPECT_NEAR(s.makespan, 1.0, 1e-9);
+  EXPECT_EQ(s.split, (std::vector<std::size_t>{67, 33}));
+  EXPECT_NEAR(s.makespan, 1.3333, 0.01);
+}
+
+TEST(HostCost, AlikeWorkersOnASaturatedHostGetAlikeShares) {
+  // Four workers, two cores, the same cost: 25 each, never 50/50/0/0.
+  const HostCostModel m({0, 1, 2, 3}, {cpu_unit(0, 1, 0.01), cpu_unit(0, 1, 0.01), cpu_unit(0, 1, 0.0101),
+                                       cpu_unit(0, 1, 0.0099)},
+                        {2.0});
+  const SolvedSplit s = solve(m, 100, {});
+  for (const std::size_t b : s.split) EXPECT_NEAR(static_cast<double>(b), 25.0, 1.0);
 }
 
 TEST(HostCost, TwoCoresLetEachWorkerRunAtItsOwnSpeed) {

@@ -49,7 +49,7 @@ void LineEstimate::seed(double overhead, double per_sample, double b, const Adap
   a_ = overhead, c_ = per_sample;
 }
 
-void LineEstimate::update(double b, double q, bool noise, const AdaptiveTuning& t) {
+void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
   const double clip = t.clip_sigmas;
   const double y = std::max(predict(b), 1e-12);
   const double ph0 = paa_ + b * pac_, ph1 = pac_ + b * pcc_;
@@ -59,19 +59,21 @@ void LineEstimate::update(double b, double q, bool noise, const AdaptiveTuning& 
   const double nu = std::clamp(q - y, -clip * root, clip * root);
   a_ += ph0 / s * nu, c_ += ph1 / s * nu;
   paa_ -= ph0 * ph0 / s, pac_ -= ph0 * ph1 / s, pcc_ -= ph1 * ph1 / s;
-  project();
+  project(b);
   // The noise: a running mean of squared residuals (the prior counts as one),
   // less the line's own uncertainty, forgetting at the speed drift's rate.
-  if (!noise) return;
   const double r2 = std::max(0.0, (nu * nu - hph) / (y * y));
   const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift);
   noise_ = std::max(t.min_noise, std::sqrt((1.0 - w) * noise_ * noise_ + w * r2));
 }
 
-// Onto the lines that make sense: no negative overhead, a positive cost per sample.
-void LineEstimate::project() {
-  a_ = std::max(a_, 0.0);
-  c_ = std::max(c_, 1e-12);
+// Onto the lines that make sense (no negative overhead, a positive cost per
+// sample), keeping the prediction at batch b: the level there is what the
+// samples measured, the split between overhead and slope is what is unsure.
+void LineEstimate::project(double b) {
+  const double y = predict(b);
+  if (a_ < 0.0) a_ = 0.0, c_ = y / b;
+  if (c_ < 1e-12 * std::max(y, 1e-12)) c_ = 1e-12 * std::max(y, 1e-12), a_ = std::max(0.0, y - c_ * b);
 }
 
 bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
@@ -83,16 +85,20 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   const double y = std::max(predict(b), 1e-12);
   const double s = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) + noise_ * noise_ * y * y;
   const double z = std::clamp((q - y) / std::sqrt(s), -t.clip_sigmas, t.clip_sigmas);
-  const bool changed = cusum_.add(z, t);
-  if (changed) {
-    // The level is unknown again (100%): the next samples set it.
-    paa_ += a_ * a_, pac_ += a_ * c_, pcc_ += c_ * c_;
+  if (cusum_.add(z, t)) {
+    // A change: the line restarts from this sample (the clipped samples before
+    // the alarm were bent into its shape), its measured noise kept.
+    const double noise = noise_;
+    const std::size_t samples = samples_;
+    start(b, q, t);
+    noise_ = noise, samples_ = samples + 1;
     ++changes_;
+    return true;
   }
-  update(b, q, !changed, t);  // a change's residual is not noise
+  update(b, q, t);
   last_batch_ = b;
   ++samples_;
-  return changed;
+  return false;
 }
 
 Estimator::Estimator(std::size_t workers, AdaptiveTuning tuning, std::vector<bool> on_cpu)

@@ -8,7 +8,7 @@
 //   at clip_sigmas (a spike moves the estimate no more than a 3-sigma draw);
 // - a two-sided CUSUM on those residuals detects a change either way (a
 //   slowdown or a recovery), also from the sparse samples of an idle worker;
-//   on an alarm the level becomes unknown, so the next sample sets it.
+//   on an alarm the line restarts from the sample that raised it.
 // Plain arithmetic, O(1) per sample.
 #pragma once
 
@@ -57,8 +57,8 @@ class LineEstimate {
 
  private:
   void start(double b, double q, const AdaptiveTuning& t);
-  void update(double b, double q, bool noise, const AdaptiveTuning& t);
-  void project();
+  void update(double b, double q, const AdaptiveTuning& t);
+  void project(double b);
   bool known_ = false;
   double a_ = 0.0, c_ = 0.0;                 // the line
   double paa_ = 0.0, pac_ = 0.0, pcc_ = 0.0;  // its covariance

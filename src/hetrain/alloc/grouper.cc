@@ -6,8 +6,10 @@
 
 namespace hetrain::alloc {
 
-double Grouper::tolerance(const GroupKey& a, const GroupKey& b) const {
-  return std::max(tuning_.alike, tuning_.clip_sigmas * std::hypot(a.error, b.error));
+// The hysteresis (`span` 2) widens the floor, not the statistical part: a
+// difference of clip_sigmas standard errors is a difference, held or not.
+double Grouper::tolerance(const GroupKey& a, const GroupKey& b, double span) const {
+  return std::max(span * tuning_.alike, tuning_.clip_sigmas * std::hypot(a.error, b.error));
 }
 
 std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
@@ -20,9 +22,9 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
     return keys[a].time != keys[b].time ? keys[a].time < keys[b].time : a < b;
   });
   // Sweep in time order: a worker joins its predecessor's group when their
-  // gap is within the tolerance (twice it if they were together) and the group
-  // stays within twice the tolerance from its first member, so a continuous
-  // spread of speeds is never chained into one group.
+  // gap is within the tolerance (its floor doubled if they were together) and
+  // the group stays within the doubled tolerance from its first member, so a
+  // continuous spread of speeds is never chained into one group.
   std::vector<std::size_t> label(n);  // by rank: the sweep's group number
   std::size_t first = 0, current = 0;
   for (std::size_t k = 0; k < n; ++k) {
@@ -32,8 +34,8 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
       const std::size_t p = order[k - 1], f = order[first];
       const double span = held && previous_[i] == previous_[p] ? 2.0 : 1.0;
       join = keys[i].klass == keys[p].klass &&
-             std::log(keys[i].time / keys[p].time) <= span * tolerance(keys[i], keys[p]) &&
-             std::log(keys[i].time / keys[f].time) <= 2.0 * tolerance(keys[i], keys[f]);
+             std::log(keys[i].time / keys[p].time) <= tolerance(keys[i], keys[p], span) &&
+             std::log(keys[i].time / keys[f].time) <= tolerance(keys[i], keys[f], 2.0);
     }
     if (k > 0 && !join) ++current, first = k;
     label[i] = current;

@@ -3,7 +3,8 @@
 // One notion of alike: the same class (host and CPUs, where those matter) and
 // planned times at the typical batch within the larger of
 // AdaptiveTuning::alike and clip_sigmas combined standard errors. One
-// hysteresis: workers grouped at the last call stay together up to twice that.
+// hysteresis: workers grouped at the last call stay together up to twice
+// `alike` (a statistically clear difference cuts them at once).
 // O(N log N): a sort and a sweep.
 #pragma once
 
@@ -28,7 +29,7 @@ class Grouper {
   const std::vector<std::size_t>& last() const { return previous_; }
 
  private:
-  double tolerance(const GroupKey& a, const GroupKey& b) const;
+  double tolerance(const GroupKey& a, const GroupKey& b, double span) const;
   AdaptiveTuning tuning_;
   std::vector<std::size_t> previous_;  // the last call's units (empty: none)
 };

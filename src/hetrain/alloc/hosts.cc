@@ -93,27 +93,29 @@ HostCostModel::HostCostModel(std::vector<std::size_t> unit_of, std::vector<HostU
       by_host_[units_[u].host].push_back(u);
     }
   }
-  for (auto& list : by_host_) {
-    std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
-      return units_[a].cpu_per_sample < units_[b].cpu_per_sample;
-    });
-  }
 }
 
+// Processor sharing gives the busy workers of a host equal CPU (up to their
+// caps), not the cheapest first: every unit runs at the same fraction of what
+// it alone could do by t, the largest the budget allows. So alike workers get
+// alike shares, and a slower one (a quota, time off the CPU, a dearer core)
+// gets less in proportion to what it can do.
 double HostCostModel::fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const {
-  double budget = cores_[h] * t, held = 0.0;
-  for (const std::size_t u : by_host_[h]) budget -= static_cast<double>(count(u)) * units_[u].cpu(r.lo);
+  double budget = cores_[h] * t, start = 0.0, per = 0.0, held = 0.0;
   for (const std::size_t u : by_host_[h]) {
     const HostUnit& x = units_[u];
     const double m = static_cast<double>(count(u));
     const double extra = std::max(0.0, own_capacity(x, t, r) - r.lo);
-    const double start = extra > 0.0 && r.lo <= 0.0 ? m * x.cpu_overhead : 0.0;
-    const double per = m * extra * x.cpu_per_sample;
-    double fraction = 1.0;
-    if (start + per > budget) fraction = per > 0.0 && budget > start ? (budget - start) / per : 0.0;
-    if (fraction > 0.0) budget -= start + fraction * per;
-    share[u] = r.lo + fraction * extra;
-    held += m * share[u];
+    budget -= m * x.cpu(r.lo);
+    if (extra > 0.0 && r.lo <= 0.0) start += m * x.cpu_overhead;
+    per += m * extra * x.cpu_per_sample;
+    share[u] = extra;  // for now: what it alone could add
+  }
+  double fraction = 1.0;
+  if (start + per > budget) fraction = per > 0.0 && budget > start ? (budget - start) / per : 0.0;
+  for (const std::size_t u : by_host_[h]) {
+    share[u] = r.lo + fraction * share[u];
+    held += static_cast<double>(count(u)) * share[u];
   }
   return held;
 }

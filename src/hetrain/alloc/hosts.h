@@ -26,10 +26,10 @@ struct HostUnit {
 
 // Terms: by a common finish time T the workers of host h have C_h T
 // CPU-seconds together, and each alone could take o_i(T) samples (its CPUs and
-// its time off the CPU). The host's units are filled cheapest CPU per sample
-// first, each up to o_i(T), until the budget is spent (a fractional knapsack:
-// the most samples for the CPU-seconds). Predictions of a split are
-// max-min fair processor sharing of each host's cores, plus the time off the CPU.
+// its time off the CPU). Processor sharing gives busy workers equal CPU, so
+// every unit of the host takes the same fraction f of its o_i(T), the largest
+// f <= 1 whose CPU-seconds fit the budget. Predictions of a split are max-min
+// fair processor sharing of each host's cores, plus the time off the CPU.
 class HostCostModel final : public StepCostModel {
  public:
   HostCostModel(std::vector<std::size_t> unit_of, std::vector<HostUnit> units, std::vector<double> host_cores);
@@ -45,7 +45,7 @@ class HostCostModel final : public StepCostModel {
   double fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const;
   std::vector<HostUnit> units_;
   std::vector<double> cores_;
-  std::vector<std::vector<std::size_t>> by_host_;  // each host's units, cheapest CPU per sample first
+  std::vector<std::vector<std::size_t>> by_host_;  // each host's units
   std::vector<std::size_t> devices_;               // units off any host
 };
 

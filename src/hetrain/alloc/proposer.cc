@@ -63,7 +63,7 @@ struct Proposer::Plan {
 Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>& incumbent) const {
   const std::size_t n = e.workers();
   const double typical = std::max(1.0, static_cast<double>(global_batch_) / static_cast<double>(n));
-  const double margin = expected_max_normal(std::min<std::size_t>(n, 2));
+  const double margin = expected_max_normal(2);
   Plan p;
   p.line.resize(n), p.key.resize(n);
   for (std::size_t i = 0; i < n; ++i) {

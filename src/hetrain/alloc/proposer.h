@@ -1,9 +1,9 @@
 // The Proposer: from the estimates to the split that minimises the expected
 // step time, with the gain it predicts over the split now running.
 // - Each worker is planned at its estimated time times (1 + m sigma): sigma its
-//   relative noise, m the expected maximum of N standard normals (a
-//   synchronous step waits for the slowest draw of N), so noisier workers get
-//   a little less. A worker the split leaves idle is planned optimistically,
+//   relative noise, m the expected maximum of two standard normals (its noise
+//   costs the step when its draw is the later of its own and the slowest
+//   other's), so noisier workers get a little less. A worker the split leaves idle is planned optimistically,
 //   explore_sigmas standard errors faster: as its uncertainty grows while it
 //   is not measured, it is given a sample again (a probe).
 // - The Grouper makes alike workers one unit, with their mean line.
