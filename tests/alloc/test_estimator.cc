@@ -101,6 +101,21 @@ TEST(Estimator, ChangesOfHostWorkersAreSeenInTheirCpuSeconds) {
   EXPECT_TRUE(changed);
 }
 
+TEST(Estimator, AHostWorkerThatStopsSleepingHasChangedAndPlansNoWait) {
+  Estimator e(1, kTuning, {true});
+  std::vector<WorkerSample> s(1);
+  for (int i = 0; i < 10; ++i) {
+    s[0] = {10.0, 0.4, 0.1, 0.3};
+    EXPECT_FALSE(e.observe(s));
+  }
+  ASSERT_TRUE(e.wait(0).known());
+  s[0] = {10.0, 0.1, 0.1, 0.0};  // recovered: no more time off the CPU
+  EXPECT_TRUE(e.observe(s));
+  EXPECT_FALSE(e.wait(0).known());
+  s[0] = {10.0, 0.4, 0.1, 0.3};  // slowed again
+  EXPECT_TRUE(e.observe(s));
+}
+
 TEST(Cusum, TwoSidedAndRestartsAfterAnAlarm) {
   Cusum c;
   // Drift 0.5, limit 6: clipped +3 residuals add 2.5 each.

@@ -113,10 +113,23 @@ bool Estimator::observe(const std::vector<WorkerSample>& samples) {
     const WorkerSample& s = samples[i];
     const bool wall = wall_[i].observe(s.batch, s.compute, tuning_);
     const bool cpu = cpu_[i].observe(s.batch, s.cpu, tuning_);
-    const bool wait = wait_[i].observe(s.batch, s.wait, tuning_);
-    changed = changed || (on_cpu_[i] ? cpu || wait : wall);
+    changed = changed || (on_cpu_[i] ? observe_wait(i, s) || cpu : wall);
   }
   return changed;
+}
+
+// Time off the CPU comes and goes (an emulated slowdown, a device): a worker
+// that starts or stops sleeping has changed. A worker that never sleeps has
+// no line (none is planned).
+bool Estimator::observe_wait(std::size_t i, const WorkerSample& s) {
+  if (!(s.batch > 0.0) || s.wait < 0.0) return false;
+  const bool had = wait_[i].known();
+  if (s.wait == 0.0) {
+    if (had) wait_[i] = LineEstimate{};
+    return had;
+  }
+  const bool changed = wait_[i].observe(s.batch, s.wait, tuning_);
+  return changed || (!had && cpu_[i].samples() > 1);
 }
 
 void Estimator::seed(std::size_t i, double overhead, double speed, double batch) {

@@ -97,6 +97,7 @@ class Estimator {
   const AdaptiveTuning& tuning() const { return tuning_; }
 
  private:
+  bool observe_wait(std::size_t i, const WorkerSample& s);
   AdaptiveTuning tuning_;
   std::vector<LineEstimate> wall_, cpu_, wait_;
   std::vector<bool> on_cpu_;
