@@ -1,6 +1,7 @@
 #include "hetrain/alloc/device_cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "hetrain/common/error.h"
@@ -47,6 +48,22 @@ double DeviceCostModel::upper_time(double total) const {
   double t = 0.0;
   for (const DeviceUnit& u : units_) t = std::max(t, u.overhead + total * u.per_sample);
   return t;
+}
+
+double DeviceCostModel::refine(double t, double total, const RealBounds& r) const {
+  double pinned = 0.0, free_speed = 0.0, free_offset = 0.0;
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    const double m = static_cast<double>(count(u)), x = (t - units_[u].overhead) / units_[u].per_sample;
+    if (x <= r.lo || x >= r.hi) {
+      pinned += m * std::clamp(x, r.lo, r.hi);
+    } else {
+      free_speed += m / units_[u].per_sample, free_offset += m * units_[u].overhead / units_[u].per_sample;
+    }
+  }
+  if (!(free_speed > 0.0)) return t;
+  const double exact = (total - pinned + free_offset) / free_speed;
+  // Only if the pinned set is the same there (else the bisection's t stands).
+  return std::abs(exact - t) <= 1e-6 * t ? exact : t;
 }
 
 double DeviceCostModel::makespan(const std::vector<std::size_t>& split) const {

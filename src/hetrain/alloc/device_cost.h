@@ -25,6 +25,8 @@ class DeviceCostModel final : public StepCostModel {
 
   double fill(double t, const RealBounds& r, std::vector<double>& share) const override;
   double upper_time(double total) const override;
+  // Exact: with the units pinned at a bound at t fixed, the rest is linear in T.
+  double refine(double t, double total, const RealBounds& r) const override;
   double makespan(const std::vector<std::size_t>& split) const override;
   double alone(std::size_t unit, double b) const override;
 

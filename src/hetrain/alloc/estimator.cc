@@ -44,9 +44,13 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
   last_batch_ = b;
 }
 
+// A saved line is known as well as a measured one drifts: its level to the
+// speed drift (the overhead as unsure as a first sample's).
 void LineEstimate::seed(double overhead, double per_sample, double b, const AdaptiveTuning& t) {
-  start(b, overhead + per_sample * b, t);
+  const double y = overhead + per_sample * b, sa2 = 0.25 * y * y, sy2 = t.speed_drift * t.speed_drift * y * y;
+  start(b, y, t);
   a_ = overhead, c_ = per_sample;
+  paa_ = sa2, pac_ = -sa2 / b, pcc_ = (sa2 + sy2) / (b * b);
 }
 
 void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {

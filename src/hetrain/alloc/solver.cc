@@ -77,7 +77,7 @@ StepCostModel::StepCostModel(std::vector<std::size_t> unit_of) : unit_of_(std::m
 RealSplit solve_real(const StepCostModel& model, double total, const RealBounds& r) {
   RealSplit out;
   out.share.assign(model.units(), 0.0);
-  out.time = smallest_time(model, total, r, out.share);
+  out.time = model.refine(smallest_time(model, total, r, out.share), total, r);
   model.fill(out.time, r, out.share);
   return out;
 }

@@ -41,6 +41,8 @@ class StepCostModel {
   virtual double fill(double t, const RealBounds& r, std::vector<double>& share) const = 0;
   // A time by which the slowest worker alone could finish `total` samples.
   virtual double upper_time(double total) const = 0;
+  // The bisection's time made exact where the model can (t: within 1e-9 of it).
+  virtual double refine(double t, double /*total*/, const RealBounds& /*r*/) const { return t; }
   // The predicted compute makespan of an integer split, by worker.
   virtual double makespan(const std::vector<std::size_t>& split) const = 0;
   // The finish time of one member of `unit` given b samples, where that does
