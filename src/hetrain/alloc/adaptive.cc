@@ -129,8 +129,10 @@ void AdaptivePolicy::decide(std::size_t step) {
   if (p.split == incumbent_) return;
   const double rest = control_.incumbent().size() > 0 ? control_.incumbent().rest() : 0.0;
   const double gain = p.gain(rest);
-  // Not beyond what the estimates' own error could explain: no move.
-  if (!(gain > p.error * p.now / (p.now + rest))) return;
+  // A move the step time cannot judge must beat what the estimates' own error
+  // could explain; one it can judge is left to the trial's test.
+  const bool judged = control_.steps_to_show(gain) <= static_cast<double>(tuning_.max_trial_steps);
+  if (!judged && !(gain > p.error * p.now / (p.now + rest))) return;
   switch (control_.consider(gain, p.split, step)) {
     case Action::kMove:
       incumbent_ = split_ = p.split;
