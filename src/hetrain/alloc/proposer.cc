@@ -84,13 +84,17 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     const double t = cpu ? u.cpu(at) / u.cpus + u.wait(at) : u.wall_overhead + at * u.wall_per_sample;
     // The noise margin and the optimism scale the plan, not the key: noise
     // estimates of identical workers differ, their means do not.
+    // A host worker's time is its CPU and its time off the CPU: the less known of the two.
+    const bool waits = cpu && e.wait(i).known();
+    const double err = waits ? std::max(main.error(at), e.wait(i).error(at)) : main.error(at);
+    const double level = waits ? std::max(main.level_error(), e.wait(i).level_error()) : main.level_error();
     double f = 1.0 + margin * w.noise();
-    if (incumbent[i] == 0) f *= std::max(kMinOptimism, 1.0 - tuning_.explore_sigmas * main.level_error());
+    if (incumbent[i] == 0) f *= std::max(kMinOptimism, 1.0 - tuning_.explore_sigmas * level);
     u = scaled(u, f);
     const std::size_t klass =
         cpu ? (u.host + 1) + (static_cast<std::size_t>(std::llround(u.cpus * 1000.0)) << 32) : 0;
-    p.key[i] = {std::max(t / at, 1e-15), main.error(at), klass};
-    if (incumbent[i] > 0) p.error = std::max(p.error, main.error(at));
+    p.key[i] = {std::max(t / at, 1e-15), err, klass};
+    if (incumbent[i] > 0) p.error = std::max(p.error, err);
   }
   return p;
 }
