@@ -52,8 +52,15 @@ double TrialController::steps_to_show(double gain) const {
 
 Action TrialController::consider(double gain, const std::vector<std::size_t>& proposal, std::size_t step) {
   if (state_ != TrialState::kSteady || !(gain >= tuning_.min_gain) || proposal == rejected_) return Action::kNone;
-  // Where step times are reported, nothing moves before the split now running has one.
-  if (timed_ && incumbent_.size() == 0) return Action::kNone;
+  // Where step times are reported, nothing moves before the split now running
+  // has one (else untested moves would follow each other unmeasured), except
+  // right after a change: the split then running is known to be stale.
+  if (timed_ && incumbent_.size() == 0) {
+    if (!(after_change_ && trusted_)) return Action::kNone;
+    after_change_ = false;
+    return Action::kMove;
+  }
+  after_change_ = false;
   const bool resolvable =
       incumbent_.size() > 0 && steps_to_show(gain) <= static_cast<double>(tuning_.max_trial_steps);
   if (!resolvable) {
@@ -114,6 +121,7 @@ Verdict TrialController::verdict() {
 
 void TrialController::changed() {
   if (state_ == TrialState::kTrial) state_ = TrialState::kSteady;
+  after_change_ = true;
   trusted_ = true, rejections_ = 0, next_trial_ = 0;
   rejected_.clear();
   incumbent_.clear();

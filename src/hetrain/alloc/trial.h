@@ -74,7 +74,8 @@ class TrialController {
   AdaptiveTuning tuning_;
   TrialState state_ = TrialState::kWarmup;
   bool trusted_ = true;
-  bool timed_ = false;  // some step time was ever reported
+  bool timed_ = false;         // some step time was ever reported
+  bool after_change_ = false;  // no proposal considered since the last change
   StepLog incumbent_, trial_log_;
   double gain_log_ = 0.0;    // the trial's predicted gain, log seconds
   double evidence_ = 0.0;    // its log likelihood ratio, H1 over H0
