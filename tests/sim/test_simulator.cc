@@ -154,9 +154,14 @@ TEST(Simulator, AdaptiveLearnsTheSpeedsAndBeatsEqual) {
   o.record_splits = true;
   const SimResult adaptive = simulate(c, o);
   const SimResult equal = simulate(c, options("equal", 40));
-  // It starts at the equal split and ends in proportion to speed, where
-  // every worker takes 0.11 s.
-  EXPECT_EQ(adaptive.splits.front(), (std::vector<std::size_t>{20, 20, 20}));
+  // It ignores the first step (lazy initialisation), then moves to the split
+  // in proportion to speed, where every worker takes 0.11 s, after one
+  // sample: the predicted gain (50%) is far beyond the estimates' error.
+  const std::size_t first_move = 2;
+  for (std::size_t k = 0; k < first_move; ++k) {
+    EXPECT_EQ(adaptive.splits[k], (std::vector<std::size_t>{20, 20, 20})) << k;
+  }
+  EXPECT_NE(adaptive.splits[first_move], (std::vector<std::size_t>{20, 20, 20}));
   EXPECT_EQ(adaptive.splits.back(), (std::vector<std::size_t>{10, 20, 30}));
   EXPECT_DOUBLE_EQ(adaptive.steps.back().compute, 0.11);
   EXPECT_LT(adaptive.steps.back().compute, 0.9 * equal.steps.back().compute);
