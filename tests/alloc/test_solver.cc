@@ -111,21 +111,50 @@ HostUnit cpu_unit(std::size_t host, double cpus, double per_sample, double wait_
   return u;
 }
 
-TEST(HostCost, OneCoreIsSharedAndTheCheaperWorkerTakesMoreSamples) {
-  // One core, two workers of 1 CPU: 0.01 and 0.02 CPU-s per sample. Equal CPU
-  // for both (processor sharing): 100 samples split 2:1, each worker 0.667
-  // CPU-s, both done at 1.333 s.
+TEST(HostCost, OnASaturatedCoreTheCheaperWorkerTakesTheBatch) {
+  // One core, two workers of 1 CPU: 0.01 and 0.02 CPU-s per sample, costs
+  // told apart (tiers of their own). The core's T CPU-seconds buy the most
+  // samples on the cheap one: all 100 there, done at 1 s (sharing the core
+  // 2:1 would end at 1.333 s).
   const HostCostModel m({0, 1}, {cpu_unit(0, 1, 0.01), cpu_unit(0, 1, 0.02)}, {1.0});
   const SolvedSplit s = solve(m, 100, {});
-  EXPECT_EQ(s.split, (std::vector<std::size_t>{67, 33}));
-  EXPECT_NEAR(s.makespan, 1.3333, 0.01);
+  EXPECT_EQ(s.split, (std::vector<std::size_t>{100, 0}));
+  EXPECT_NEAR(s.makespan, 1.0, 1e-9);
+}
+
+TEST(HostCost, TiersAreFilledCheapestFirstAndEachTierAtEqualRates) {
+  // Three cores, four workers of 1 CPU. Tier 0: 0.01 and 0.0125 CPU-s per
+  // sample; tier 1: 0.02 and 0.025. By T, tier 0 alone could take T/0.01 +
+  // T/0.0125 = 180 T samples for 2 T CPU-s; the T CPU-s left fill half of
+  // tier 1's capacity (T/0.02 + T/0.025 = 90 T samples for 2 T CPU-s), each
+  // member at the same fraction 1/2: 25 T and 20 T. 225 T = 450 at T = 2:
+  // 200, 160, 50, 40, and 2 + 2 + 1 + 1 = 6 = 3 x 2 CPU-s.
+  std::vector<HostUnit> units{cpu_unit(0, 1, 0.01), cpu_unit(0, 1, 0.0125), cpu_unit(0, 1, 0.02),
+                              cpu_unit(0, 1, 0.025)};
+  units[0].tier = units[1].tier = 0;
+  units[2].tier = units[3].tier = 1;
+  const HostCostModel m({0, 1, 2, 3}, units, {3.0});
+  const RealSplit real = solve_real(m, 450.0, real_bounds({}));
+  EXPECT_NEAR(real.time, 2.0, 1e-6);
+  const std::vector<double> want{200.0, 160.0, 50.0, 40.0};
+  for (std::size_t u = 0; u < 4; ++u) EXPECT_NEAR(real.share[u], want[u], 1e-4) << u;
+  // One tier for all four: each at the same fraction f of its capacity
+  // (100 T, 80 T, 50 T, 40 T for 4 T CPU-s): f = 3/4 spends the 3 T, and
+  // 0.75 x 270 T = 450 at T = 20/9, later than the tiered 2.
+  for (HostUnit& u : units) u.tier = 0;
+  const HostCostModel one({0, 1, 2, 3}, units, {3.0});
+  const RealSplit shared = solve_real(one, 450.0, real_bounds({}));
+  EXPECT_NEAR(shared.time, 20.0 / 9.0, 1e-6);
+  EXPECT_NEAR(shared.share[0] / shared.share[2], 2.0, 1e-6);  // equal rates: in proportion to capacity
 }
 
 TEST(HostCost, AlikeWorkersOnASaturatedHostGetAlikeShares) {
-  // Four workers, two cores, the same cost: 25 each, never 50/50/0/0.
-  const HostCostModel m({0, 1, 2, 3}, {cpu_unit(0, 1, 0.01), cpu_unit(0, 1, 0.01), cpu_unit(0, 1, 0.0101),
-                                       cpu_unit(0, 1, 0.0099)},
-                        {2.0});
+  // Four workers, two cores, costs the estimates cannot tell apart (one
+  // tier, as the Proposer's Grouper makes them): 25 each, never 50/50/0/0.
+  std::vector<HostUnit> units{cpu_unit(0, 1, 0.01), cpu_unit(0, 1, 0.01), cpu_unit(0, 1, 0.0101),
+                              cpu_unit(0, 1, 0.0099)};
+  for (HostUnit& u : units) u.tier = 0;
+  const HostCostModel m({0, 1, 2, 3}, units, {2.0});
   const SolvedSplit s = solve(m, 100, {});
   for (const std::size_t b : s.split) EXPECT_NEAR(static_cast<double>(b), 25.0, 1.0);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "hetrain/common/error.h"
@@ -85,7 +86,10 @@ HostCostModel::HostCostModel(std::vector<std::size_t> unit_of, std::vector<HostU
     : StepCostModel(std::move(unit_of)), units_(std::move(units)), cores_(std::move(host_cores)) {
   HETRAIN_ENFORCE_EQ(units_.size(), this->units());
   by_host_.resize(cores_.size());
+  tier_.resize(units_.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
+    // A unit of its own tier is numbered past every named tier.
+    tier_[u] = units_[u].tier == HostUnit::kOwnTier ? units_.size() + u : units_[u].tier;
     if (units_[u].host == kNoHost) {
       devices_.push_back(u);
     } else {
@@ -93,29 +97,58 @@ HostCostModel::HostCostModel(std::vector<std::size_t> unit_of, std::vector<HostU
       by_host_[units_[u].host].push_back(u);
     }
   }
+  for (auto& host : by_host_) order_by_tier(host);
 }
 
-// Processor sharing gives the busy workers of a host equal CPU (up to their
-// caps), not the cheapest first: every unit runs at the same fraction of what
-// it alone could do by t, the largest the budget allows. So alike workers get
-// alike shares, and a slower one (a quota, time off the CPU, a dearer core)
-// gets less in proportion to what it can do.
-double HostCostModel::fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const {
-  double budget = cores_[h] * t, start = 0.0, per = 0.0, held = 0.0;
-  for (const std::size_t u : by_host_[h]) {
-    const HostUnit& x = units_[u];
-    const double m = static_cast<double>(count(u));
-    const double extra = std::max(0.0, own_capacity(x, t, r) - r.lo);
-    budget -= m * x.cpu(r.lo);
-    if (extra > 0.0 && r.lo <= 0.0) start += m * x.cpu_overhead;
-    per += m * extra * x.cpu_per_sample;
-    share[u] = extra;  // for now: what it alone could add
+// Sorts one host's units by their tier's mean CPU-seconds per sample (members
+// counted), then by tier, so each tier is contiguous. O(k log k).
+void HostCostModel::order_by_tier(std::vector<std::size_t>& host) const {
+  std::map<std::size_t, std::pair<double, double>> sum;  // tier: (cost x members, members)
+  for (const std::size_t u : host) {
+    auto& [cost, members] = sum[tier_[u]];
+    cost += static_cast<double>(count(u)) * units_[u].cpu_per_sample;
+    members += static_cast<double>(count(u));
   }
-  double fraction = 1.0;
-  if (start + per > budget) fraction = per > 0.0 && budget > start ? (budget - start) / per : 0.0;
-  for (const std::size_t u : by_host_[h]) {
-    share[u] = r.lo + fraction * share[u];
-    held += static_cast<double>(count(u)) * share[u];
+  auto mean = [&](std::size_t u) {
+    const auto& [cost, members] = sum.at(tier_[u]);
+    return cost / members;
+  };
+  std::sort(host.begin(), host.end(), [&](std::size_t a, std::size_t b) {
+    const double ca = mean(a), cb = mean(b);
+    if (ca != cb) return ca < cb;
+    return tier_[a] != tier_[b] ? tier_[a] < tier_[b] : a < b;
+  });
+}
+
+// The fractional knapsack of hosts.h's terms: tiers in order, each filled up
+// to its members' own capacities while the budget lasts; the tier it runs out
+// in gets the same fraction of each member's capacity (equal rates), the
+// tiers after it only the lower bound. O(k) per call.
+double HostCostModel::fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const {
+  const std::vector<std::size_t>& host = by_host_[h];
+  double budget = cores_[h] * t, held = 0.0;
+  for (const std::size_t u : host) budget -= static_cast<double>(count(u)) * units_[u].cpu(r.lo);
+  for (std::size_t first = 0; first < host.size();) {
+    std::size_t end = first;
+    // CPU-seconds the tier needs: `start` for workers given a first sample,
+    // `per` for all it could add by t.
+    double start = 0.0, per = 0.0;
+    for (; end < host.size() && tier_[host[end]] == tier_[host[first]]; ++end) {
+      const std::size_t u = host[end];
+      const HostUnit& x = units_[u];
+      const double m = static_cast<double>(count(u));
+      share[u] = std::max(0.0, own_capacity(x, t, r) - r.lo);  // for now: what it alone could add
+      if (share[u] > 0.0 && r.lo <= 0.0) start += m * x.cpu_overhead;
+      per += m * share[u] * x.cpu_per_sample;
+    }
+    double fraction = 1.0;
+    if (start + per > budget) fraction = per > 0.0 && budget > start ? (budget - start) / per : 0.0;
+    if (fraction > 0.0) budget -= start + fraction * per;
+    for (std::size_t k = first; k < end; ++k) {
+      share[host[k]] = r.lo + fraction * share[host[k]];
+      held += static_cast<double>(count(host[k])) * share[host[k]];
+    }
+    first = end;
   }
   return held;
 }

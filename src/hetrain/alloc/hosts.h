@@ -20,16 +20,25 @@ struct HostUnit {
   double cpu_overhead = 0.0, cpu_per_sample = 0.0;    // CPU-seconds
   double wait_overhead = 0.0, wait_per_sample = 0.0;  // seconds off the CPU
   double wall_overhead = 0.0, wall_per_sample = 0.0;  // seconds (kNoHost only)
+  // Units of one tier on one host have CPU costs the estimates cannot tell
+  // apart (the Grouper's alike, on CPU-seconds per sample): filled at equal
+  // rates. kOwnTier: a tier of its own.
+  std::size_t tier = kOwnTier;
+  static constexpr std::size_t kOwnTier = static_cast<std::size_t>(-1);
   double cpu(double b) const { return b > 0.0 ? cpu_overhead + b * cpu_per_sample : 0.0; }
   double wait(double b) const { return b > 0.0 ? wait_overhead + b * wait_per_sample : 0.0; }
 };
 
 // Terms: by a common finish time T the workers of host h have C_h T
 // CPU-seconds together, and each alone could take o_i(T) samples (its CPUs and
-// its time off the CPU). Processor sharing gives busy workers equal CPU, so
-// every unit of the host takes the same fraction f of its o_i(T), the largest
-// f <= 1 whose CPU-seconds fit the budget. Predictions of a split are max-min
-// fair processor sharing of each host's cores, plus the time off the CPU.
+// its time off the CPU, within the bounds). The most samples that budget buys
+// is a fractional knapsack: tiers are filled cheapest CPU-seconds per sample
+// first, each up to its members' o_i(T), until C_h T is spent. The tier the
+// budget runs out in gets the same fraction f of each member's o_i(T): equal
+// rates, so noise between workers the estimates cannot tell apart does not
+// give the batch to whichever looks a little cheaper. Predictions of a split
+// are max-min fair processor sharing of each host's cores, plus the time off
+// the CPU.
 class HostCostModel final : public StepCostModel {
  public:
   HostCostModel(std::vector<std::size_t> unit_of, std::vector<HostUnit> units, std::vector<double> host_cores);
@@ -42,10 +51,12 @@ class HostCostModel final : public StepCostModel {
   std::vector<double> finish_times(const std::vector<std::size_t>& split) const;
 
  private:
+  void order_by_tier(std::vector<std::size_t>& host) const;
   double fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const;
   std::vector<HostUnit> units_;
   std::vector<double> cores_;
-  std::vector<std::vector<std::size_t>> by_host_;  // each host's units
+  std::vector<std::vector<std::size_t>> by_host_;  // each host's units, cheapest tier first
+  std::vector<std::size_t> tier_;                  // each unit's tier (kOwnTier resolved)
   std::vector<std::size_t> devices_;               // units off any host
 };
 

@@ -44,7 +44,8 @@ Proposer::Proposer(std::size_t global_batch, Bounds bounds, Placement placement,
       placement_(std::move(placement)),
       tuning_(tuning),
       hosts_(placement_.oversubscribed()),
-      grouper_(tuning) {}
+      grouper_(tuning),
+      tiers_(tuning) {}
 
 bool Proposer::on_cpu(std::size_t i) const { return hosts_ && placement_.host[i] != kNoHost; }
 
@@ -57,6 +58,7 @@ std::vector<bool> Proposer::on_cpu() const {
 struct Proposer::Plan {
   std::vector<HostUnit> line;  // by worker, noise margin and optimism applied
   std::vector<GroupKey> key;
+  std::vector<GroupKey> cpu_key;  // CPU-seconds per sample on a host (tiers)
   double error = 0.0;
 };
 
@@ -65,7 +67,7 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
   const double typical = std::max(1.0, static_cast<double>(global_batch_) / static_cast<double>(n));
   const double margin = expected_max_normal(2);
   Plan p;
-  p.line.resize(n), p.key.resize(n);
+  p.line.resize(n), p.key.resize(n), p.cpu_key.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const LineEstimate& w = e.wall(i);
     const bool cpu = on_cpu(i) && e.cpu(i).known();
@@ -94,25 +96,33 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     const std::size_t klass =
         cpu ? (u.host + 1) + (static_cast<std::size_t>(std::llround(u.cpus * 1000.0)) << 32) : 0;
     p.key[i] = {std::max(t / at, 1e-15), err, klass};
+    // The resource a saturated host rations is its CPU: tiers compare that
+    // alone, on the same host whatever the CPUs.
+    p.cpu_key[i] = {cpu ? std::max(u.cpu(at) / (f * at), 1e-15) : 1.0, cpu ? main.error(at) : 0.0,
+                    cpu ? u.host + 1 : 0};
     if (incumbent[i] > 0) p.error = std::max(p.error, err);
   }
   return p;
 }
 
-std::unique_ptr<StepCostModel> Proposer::model(const Plan& p, const std::vector<std::size_t>& unit_of) const {
+std::unique_ptr<StepCostModel> Proposer::model(const Plan& p, const std::vector<std::size_t>& unit_of,
+                                               const std::vector<std::size_t>& tier_of) const {
   const std::size_t units = unit_of.empty() ? 0 : *std::max_element(unit_of.begin(), unit_of.end()) + 1;
   std::vector<HostUnit> pooled(units);
   std::vector<double> members(units, 0.0);
   for (std::size_t i = 0; i < unit_of.size(); ++i) {
     HostUnit& u = pooled[unit_of[i]];
-    if (members[unit_of[i]] == 0.0) u.host = p.line[i].host, u.cpus = p.line[i].cpus;
+    if (members[unit_of[i]] == 0.0) {
+      u.host = p.line[i].host, u.cpus = p.line[i].cpus;
+      if (!tier_of.empty()) u.tier = tier_of[i];  // the unit's lowest rank's: its members are alike
+    }
     u += p.line[i];
     members[unit_of[i]] += 1.0;
   }
   for (std::size_t u = 0; u < units; ++u) {
     const HostUnit one = pooled[u];
     pooled[u] = scaled(one, 1.0 / members[u]);
-    pooled[u].host = one.host, pooled[u].cpus = one.cpus;
+    pooled[u].host = one.host, pooled[u].cpus = one.cpus, pooled[u].tier = one.tier;
   }
   if (!hosts_) {
     std::vector<DeviceUnit> lines;
@@ -126,7 +136,9 @@ std::unique_ptr<StepCostModel> Proposer::model(const Plan& p, const std::vector<
 Proposal Proposer::propose(const Estimator& e, const std::vector<std::size_t>& incumbent) {
   const Plan p = plan(e, incumbent);
   const std::vector<std::size_t> unit_of = grouper_.group(p.key);
-  const std::unique_ptr<StepCostModel> m = model(p, unit_of);
+  // Tiers: the same Grouper's alike on CPU cost alone, with its own hysteresis.
+  const std::vector<std::size_t> tier_of = hosts_ ? tiers_.group(p.cpu_key) : std::vector<std::size_t>{};
+  const std::unique_ptr<StepCostModel> m = model(p, unit_of, tier_of);
   SolvedSplit best = solve(*m, global_batch_, bounds_);
   Proposal out;
   out.split = std::move(best.split);

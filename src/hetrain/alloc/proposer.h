@@ -47,13 +47,15 @@ class Proposer {
  private:
   struct Plan;
   Plan plan(const Estimator& e, const std::vector<std::size_t>& incumbent) const;
-  std::unique_ptr<StepCostModel> model(const Plan& p, const std::vector<std::size_t>& unit_of) const;
+  std::unique_ptr<StepCostModel> model(const Plan& p, const std::vector<std::size_t>& unit_of,
+                                       const std::vector<std::size_t>& tier_of) const;
   std::size_t global_batch_;
   Bounds bounds_;
   Placement placement_;
   AdaptiveTuning tuning_;
   bool hosts_ = false;  // some host is oversubscribed
   Grouper grouper_;
+  Grouper tiers_;  // hosts' tiers: workers whose CPU costs are alike (hosts.h)
 };
 
 }  // namespace hetrain::alloc
