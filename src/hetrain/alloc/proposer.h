@@ -6,7 +6,8 @@
 //   other's), so noisier workers get a little less. A worker the split leaves idle is planned optimistically,
 //   explore_sigmas standard errors faster: as its uncertainty grows while it
 //   is not measured, it is given a sample again (a probe).
-// - The Grouper makes alike workers one unit, with their mean line.
+// - The Grouper makes alike workers one unit, with their mean line; on a
+//   host, a second Grouper on CPU cost alone makes the tiers (hosts.h).
 // - Workers that share an oversubscribed host (placement) are planned by
 //   processor sharing of its cores (hosts.h), the others as independent
 //   devices (device_cost.h), over the one solver (solver.h).
