@@ -79,25 +79,6 @@ TEST(LineEstimate, NoiseIsMeasured) {
   EXPECT_NEAR(l.noise(), 0.05, 0.015);
 }
 
-TEST(LineEstimate, AutocorrelatedNoiseIsKnownLessWellThanIndependentNoise) {
-  // The same 10% noise, once independent, once AR(1) with correlation 0.8
-  // (long-run variance 9x): the correlated line must not claim the same
-  // precision, or identical workers look told apart.
-  std::mt19937_64 rng(3);
-  std::normal_distribution<double> draw(0.0, 1.0);
-  LineEstimate iid, ar;
-  double e = 0.0;
-  const double rho = 0.8;
-  for (int i = 0; i < 300; ++i) {
-    e = rho * e + std::sqrt(1.0 - rho * rho) * draw(rng);
-    iid.drift(kTuning), ar.drift(kTuning);
-    iid.observe(32.0, 0.32 * (1.0 + 0.1 * draw(rng)), kTuning);
-    ar.observe(32.0, 0.32 * (1.0 + 0.1 * e), kTuning);
-  }
-  EXPECT_GT(ar.error(32.0), 1.5 * iid.error(32.0));
-  EXPECT_NEAR(ar.predict(32.0), 0.32, 0.32 * 0.1);
-}
-
 TEST(Estimator, ChangesOfHostWorkersAreSeenInTheirCpuSeconds) {
   Estimator e(2, kTuning, {false, true});
   std::vector<WorkerSample> s(2);

@@ -7,10 +7,6 @@
 namespace hetrain::alloc {
 namespace {
 
-// Residuals more correlated than this are not noise but a level that moved,
-// which the CUSUM sees: the long-run variance is inflated at most 19x.
-constexpr double kMaxCorrelation = 0.9;
-
 bool usable(double b, double q) { return b > 0.0 && q > 0.0 && std::isfinite(b) && std::isfinite(q); }
 
 }  // namespace
@@ -22,12 +18,6 @@ bool Cusum::add(double z, const AdaptiveTuning& t) {
   clear();
   return true;
 }
-
-// Autocorrelated noise (AR(1), correlation rho) averages out slower: its
-// long-run variance is (1 + rho) / (1 - rho) times one draw's, so the line's
-// error and its residuals are judged against that, not against independent
-// draws that would make the estimate (and the Grouper) overconfident.
-double LineEstimate::long_run() const { return (1.0 + correlation_) / (1.0 - correlation_); }
 
 double LineEstimate::error(double b) const {
   const double y = predict(b);
@@ -68,7 +58,7 @@ void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
   const double y = std::max(predict(b), 1e-12);
   const double ph0 = paa_ + b * pac_, ph1 = pac_ + b * pcc_;
   const double hph = std::max(ph0 + b * ph1, 0.0);
-  const double s = hph + long_run() * noise_ * noise_ * y * y;
+  const double s = hph + noise_ * noise_ * y * y;
   const double root = std::sqrt(s);
   const double nu = std::clamp(q - y, -clip * root, clip * root);
   a_ += ph0 / s * nu, c_ += ph1 / s * nu;
@@ -79,13 +69,6 @@ void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
   const double r2 = std::max(0.0, (nu * nu - hph) / (y * y));
   const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift);
   noise_ = std::max(t.min_noise, std::sqrt((1.0 - w) * noise_ * noise_ + w * r2));
-  // Lag-1 correlation of the standardized residuals, forgotten alike.
-  const double z = nu / root;
-  if (samples_ >= 2) {
-    lag0_ = (1.0 - w) * lag0_ + w * z * z, lag1_ = (1.0 - w) * lag1_ + w * z * last_z_;
-    correlation_ = lag0_ > 0.0 ? std::clamp(lag1_ / lag0_, 0.0, kMaxCorrelation) : 0.0;
-  }
-  last_z_ = z;
 }
 
 // Onto the lines that make sense (no negative overhead, a positive cost per
@@ -104,7 +87,7 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
     return false;
   }
   const double y = std::max(predict(b), 1e-12);
-  const double s = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) + long_run() * noise_ * noise_ * y * y;
+  const double s = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) + noise_ * noise_ * y * y;
   const double z = std::clamp((q - y) / std::sqrt(s), -t.clip_sigmas, t.clip_sigmas);
   if (cusum_.add(z, t)) {
     // A change: the line restarts from this sample (the clipped samples before

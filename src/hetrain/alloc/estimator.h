@@ -59,13 +59,10 @@ class LineEstimate {
   void start(double b, double q, const AdaptiveTuning& t);
   void update(double b, double q, const AdaptiveTuning& t);
   void project(double b);
-  double long_run() const;  // the noise's long-run variance over one draw's
   bool known_ = false;
   double a_ = 0.0, c_ = 0.0;                 // the line
   double paa_ = 0.0, pac_ = 0.0, pcc_ = 0.0;  // its covariance
   double noise_ = 0.0;                        // relative noise (standard deviation)
-  double correlation_ = 0.0, last_z_ = 0.0;   // lag-1 correlation of standardized residuals
-  double lag0_ = 0.0, lag1_ = 0.0;            // their running mean square and lag-1 product
   double last_batch_ = 1.0;                   // the batch of the last sample
   std::size_t samples_ = 0, changes_ = 0;
   Cusum cusum_;
