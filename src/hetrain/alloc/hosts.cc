@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "hetrain/common/error.h"
@@ -44,19 +45,6 @@ void fair_rates(std::vector<CapClass>& classes, double cores) {
     c.rate = std::min(c.cap, left / active);
     left -= c.rate * n, active -= n;
   }
-}
-
-// Processor sharing's water level: the rate every busy worker gets (capped
-// ones their cap) when `caps` (cap, members), sorted by cap, share `cores`;
-// infinite when the caps fit.
-double water_level(const std::vector<std::pair<double, double>>& caps, double cores) {
-  double members = 0.0;
-  for (const auto& c : caps) members += c.second;
-  for (const auto& [cap, count] : caps) {
-    if (cap * members > cores) return cores / members;
-    cores -= cap * count, members -= count;
-  }
-  return std::numeric_limits<double>::infinity();
 }
 
 }  // namespace
@@ -111,56 +99,60 @@ HostCostModel::HostCostModel(std::vector<std::size_t> unit_of, std::vector<HostU
       by_host_[units_[u].host].push_back(u);
     }
   }
-  order_by_tier();
-  plan_prefixes();
+  for (auto& host : by_host_) order_by_tier(host);
 }
 
-// Sorts each host's units by their tier's mean CPU-seconds per sample
-// (members counted), then by tier, so each tier is contiguous. O(U log U).
-void HostCostModel::order_by_tier() {
-  const std::size_t tiers = tier_.empty() ? 0 : *std::max_element(tier_.begin(), tier_.end()) + 1;
-  std::vector<double> cost(tiers, 0.0), members(tiers, 0.0);
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    cost[tier_[u]] += static_cast<double>(count(u)) * units_[u].cpu_per_sample;
-    members[tier_[u]] += static_cast<double>(count(u));
+// Sorts one host's units by their tier's mean CPU-seconds per sample (members
+// counted), then by tier, so each tier is contiguous. O(k log k).
+void HostCostModel::order_by_tier(std::vector<std::size_t>& host) const {
+  std::map<std::size_t, std::pair<double, double>> sum;  // tier: (cost x members, members)
+  for (const std::size_t u : host) {
+    auto& [cost, members] = sum[tier_[u]];
+    cost += static_cast<double>(count(u)) * units_[u].cpu_per_sample;
+    members += static_cast<double>(count(u));
   }
-  for (auto& host : by_host_) {
-    std::sort(host.begin(), host.end(), [&](std::size_t a, std::size_t b) {
-      const double ca = cost[tier_[a]] / members[tier_[a]], cb = cost[tier_[b]] / members[tier_[b]];
-      if (ca != cb) return ca < cb;
-      return tier_[a] != tier_[b] ? tier_[a] < tier_[b] : a < b;
-    });
-  }
+  auto mean = [&](std::size_t u) {
+    const auto& [cost, members] = sum.at(tier_[u]);
+    return cost / members;
+  };
+  std::sort(host.begin(), host.end(), [&](std::size_t a, std::size_t b) {
+    const double ca = mean(a), cb = mean(b);
+    if (ca != cb) return ca < cb;
+    return tier_[a] != tier_[b] ? tier_[a] < tier_[b] : a < b;
+  });
 }
 
-// Each host's busy sets: the ends of its tier prefixes (whole tiers, cheapest
-// first) and processor sharing's water level for each, which depends on the
-// CPUs, not on the time. Once per decision.
-void HostCostModel::plan_prefixes() {
-  prefixes_.assign(by_host_.size(), {});
-  for (std::size_t h = 0; h < by_host_.size(); ++h) {
-    const std::vector<std::size_t>& host = by_host_[h];
-    std::vector<std::pair<double, double>> caps;  // the prefix's (cap, members), sorted by cap
-    for (std::size_t end = 0; end < host.size();) {
-      const std::size_t tier = tier_[host[end]];
-      for (; end < host.size() && tier_[host[end]] == tier; ++end) {
-        const std::pair<double, double> c{units_[host[end]].cpus, static_cast<double>(count(host[end]))};
-        caps.insert(std::upper_bound(caps.begin(), caps.end(), c), c);
-      }
-      prefixes_[h].push_back({end, water_level(caps, cores_[h])});
-    }
+// Processor sharing's water level: the rate every busy worker gets (capped
+// ones their cap) when `caps` (cap, members), sorted by cap, share `cores`;
+// infinite when the caps fit.
+double water_level(const std::vector<std::pair<double, double>>& caps, double cores) {
+  double members = 0.0;
+  for (const auto& c : caps) members += c.second;
+  for (const auto& [cap, count] : caps) {
+    if (cap * members > cores) return cores / members;
+    cores -= cap * count, members -= count;
   }
+  return std::numeric_limits<double>::infinity();
 }
 
-// hosts.h's terms: of the busy sets, the one that holds the most samples by
-// t. Past the prefix whose CPUs fill the cores a dearer tier only lowers
+// hosts.h's terms: the busy set is a prefix of the tiers (cheapest first,
+// whole tiers, so a tier runs at equal rates), every busy worker at
+// processor sharing's rate; the prefix that holds the most samples by t wins.
+// Past the prefix whose caps fill the cores a dearer tier only lowers
 // everyone's rate, so the search stops at the first prefix that holds less.
 double HostCostModel::fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const {
   const std::vector<std::size_t>& host = by_host_[h];
+  std::vector<std::pair<double, double>> caps;  // the prefix's (cap, members), sorted by cap
   double best = -1.0, best_level = 0.0;
   std::size_t best_end = 0;
-  for (const auto& [end, level] : prefixes_[h]) {
+  for (std::size_t end = 0; end < host.size();) {
+    const std::size_t tier = tier_[host[end]];
+    for (; end < host.size() && tier_[host[end]] == tier; ++end) {
+      const std::pair<double, double> c{units_[host[end]].cpus, static_cast<double>(count(host[end]))};
+      caps.insert(std::upper_bound(caps.begin(), caps.end(), c), c);
+    }
     if (r.lo > 0.0 && end < host.size()) continue;  // every worker holds samples: all are busy
+    const double level = water_level(caps, cores_[h]);
     double held = 0.0;
     for (std::size_t k = 0; k < end; ++k)
       held += static_cast<double>(count(host[k])) * own_capacity(units_[host[k]], t, r, level);

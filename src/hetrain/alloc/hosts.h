@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstddef>
-#include <utility>
 #include <vector>
 
 #include "hetrain/alloc/policy.h"
@@ -55,15 +54,12 @@ class HostCostModel final : public StepCostModel {
   std::vector<double> finish_times(const std::vector<std::size_t>& split) const;
 
  private:
-  void order_by_tier();
-  void plan_prefixes();
+  void order_by_tier(std::vector<std::size_t>& host) const;
   double fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const;
   std::vector<HostUnit> units_;
   std::vector<double> cores_;
   std::vector<std::vector<std::size_t>> by_host_;  // each host's units, cheapest tier first
   std::vector<std::size_t> tier_;                  // each unit's tier (kOwnTier resolved)
-  // Each host's busy sets: (end of a tier prefix in by_host_, water level).
-  std::vector<std::vector<std::pair<std::size_t, double>>> prefixes_;
   std::vector<std::size_t> devices_;               // units off any host
 };
 
