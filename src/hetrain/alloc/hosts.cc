@@ -17,12 +17,10 @@ namespace {
 // with it: rounding must not leave a sliver of work for another round.
 constexpr double kFinishTolerance = 1e-12;
 
-// Samples one member of `u` could take by time t at `rate` CPUs (at most its
-// own), within [lo, hi].
-double own_capacity(const HostUnit& u, double t, const RealBounds& r, double rate) {
-  const double cpus = std::min(u.cpus, rate);
-  const double per = u.cpu_per_sample / cpus + u.wait_per_sample;
-  const double room = t - u.cpu_overhead / cpus - u.wait_overhead;
+// Samples one member of `u` could take by time t on its own, within [lo, hi].
+double own_capacity(const HostUnit& u, double t, const RealBounds& r) {
+  const double per = u.cpu_per_sample / u.cpus + u.wait_per_sample;
+  const double room = t - u.cpu_overhead / u.cpus - u.wait_overhead;
   if (!(per > 0.0)) return room > 0.0 ? r.hi : r.lo;
   return std::clamp(room / per, r.lo, r.hi);
 }
@@ -122,50 +120,35 @@ void HostCostModel::order_by_tier(std::vector<std::size_t>& host) const {
   });
 }
 
-// Processor sharing's water level: the rate every busy worker gets (capped
-// ones their cap) when `caps` (cap, members), sorted by cap, share `cores`;
-// infinite when the caps fit.
-double water_level(const std::vector<std::pair<double, double>>& caps, double cores) {
-  double members = 0.0;
-  for (const auto& c : caps) members += c.second;
-  for (const auto& [cap, count] : caps) {
-    if (cap * members > cores) return cores / members;
-    cores -= cap * count, members -= count;
-  }
-  return std::numeric_limits<double>::infinity();
-}
-
-// hosts.h's terms: the busy set is a prefix of the tiers (cheapest first,
-// whole tiers, so a tier runs at equal rates), every busy worker at
-// processor sharing's rate; the prefix that holds the most samples by t wins.
-// Past the prefix whose caps fill the cores a dearer tier only lowers
-// everyone's rate, so the search stops at the first prefix that holds less.
+// The fractional knapsack of hosts.h's terms: tiers in order, each filled up
+// to its members' own capacities while the budget lasts; the tier it runs out
+// in gets the same fraction of each member's capacity (equal rates), the
+// tiers after it only the lower bound. O(k) per call.
 double HostCostModel::fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const {
   const std::vector<std::size_t>& host = by_host_[h];
-  std::vector<std::pair<double, double>> caps;  // the prefix's (cap, members), sorted by cap
-  double best = -1.0, best_level = 0.0;
-  std::size_t best_end = 0;
-  for (std::size_t end = 0; end < host.size();) {
-    const std::size_t tier = tier_[host[end]];
-    for (; end < host.size() && tier_[host[end]] == tier; ++end) {
-      const std::pair<double, double> c{units_[host[end]].cpus, static_cast<double>(count(host[end]))};
-      caps.insert(std::upper_bound(caps.begin(), caps.end(), c), c);
+  double budget = cores_[h] * t, held = 0.0;
+  for (const std::size_t u : host) budget -= static_cast<double>(count(u)) * units_[u].cpu(r.lo);
+  for (std::size_t first = 0; first < host.size();) {
+    std::size_t end = first;
+    // CPU-seconds the tier needs: `start` for workers given a first sample,
+    // `per` for all it could add by t.
+    double start = 0.0, per = 0.0;
+    for (; end < host.size() && tier_[host[end]] == tier_[host[first]]; ++end) {
+      const std::size_t u = host[end];
+      const HostUnit& x = units_[u];
+      const double m = static_cast<double>(count(u));
+      share[u] = std::max(0.0, own_capacity(x, t, r) - r.lo);  // for now: what it alone could add
+      if (share[u] > 0.0 && r.lo <= 0.0) start += m * x.cpu_overhead;
+      per += m * share[u] * x.cpu_per_sample;
     }
-    if (r.lo > 0.0 && end < host.size()) continue;  // every worker holds samples: all are busy
-    const double level = water_level(caps, cores_[h]);
-    double held = 0.0;
-    for (std::size_t k = 0; k < end; ++k)
-      held += static_cast<double>(count(host[k])) * own_capacity(units_[host[k]], t, r, level);
-    if (held > best) {
-      best = held, best_level = level, best_end = end;
-    } else if (std::isfinite(level)) {
-      break;
+    double fraction = 1.0;
+    if (start + per > budget) fraction = per > 0.0 && budget > start ? (budget - start) / per : 0.0;
+    if (fraction > 0.0) budget -= start + fraction * per;
+    for (std::size_t k = first; k < end; ++k) {
+      share[host[k]] = r.lo + fraction * share[host[k]];
+      held += static_cast<double>(count(host[k])) * share[host[k]];
     }
-  }
-  double held = 0.0;
-  for (std::size_t k = 0; k < host.size(); ++k) {
-    share[host[k]] = k < best_end ? own_capacity(units_[host[k]], t, r, best_level) : r.lo;
-    held += static_cast<double>(count(host[k])) * share[host[k]];
+    first = end;
   }
   return held;
 }

@@ -29,18 +29,15 @@ struct HostUnit {
   double wait(double b) const { return b > 0.0 ? wait_overhead + b * wait_per_sample : 0.0; }
 };
 
-// Terms: by a common finish time T, the workers of host h that are busy share
-// its C_h cores by processor sharing: each runs at the water level L (capped
-// ones at their CPUs), where the busy workers' min(cpus, L) sum to C_h (L is
-// unbounded while their CPUs fit). At rate L a worker takes o_i(T, L) samples
-// (its CPU-seconds at that rate, its time off the CPU, the bounds). The busy
-// set is a prefix of the host's tiers, cheapest CPU-seconds per sample first,
-// whole tiers (a tier runs at equal rates, so noise between workers the
-// estimates cannot tell apart does not give the batch to whichever looks a
-// little cheaper); the prefix that holds the most samples wins: on a saturated
-// core the cheap worker takes nearly the whole batch, while a dearer tier
-// joins when the cores would otherwise idle. Predictions of a split are the
-// same max-min fair processor sharing of each host's cores, plus the time off
+// Terms: by a common finish time T the workers of host h have C_h T
+// CPU-seconds together, and each alone could take o_i(T) samples (its CPUs and
+// its time off the CPU, within the bounds). The most samples that budget buys
+// is a fractional knapsack: tiers are filled cheapest CPU-seconds per sample
+// first, each up to its members' o_i(T), until C_h T is spent. The tier the
+// budget runs out in gets the same fraction f of each member's o_i(T): equal
+// rates, so noise between workers the estimates cannot tell apart does not
+// give the batch to whichever looks a little cheaper. Predictions of a split
+// are max-min fair processor sharing of each host's cores, plus the time off
 // the CPU.
 class HostCostModel final : public StepCostModel {
  public:
