@@ -74,8 +74,8 @@ TEST_P(Equivalence, UnevenSplitMatchesOneWorker) {
   const auto reference = run_world(one, data_, 1).front();
 
   TrainOptions three = base();
-  three.policy = "static";
-  three.shares = {5, 17, 42};
+  three.alloc.name = "static";
+  three.alloc.shares = {5, 17, 42};
   const auto results = run_world(three, data_, 3);
   for (const auto& r : results) {
     EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance);
@@ -115,7 +115,7 @@ TEST_P(Equivalence, AdaptiveSplitMatchesOneWorker) {
   one.lr = 0.01;  // float-order differences grow with steps x lr; 1e-5 still holds at this size
   const auto reference = run_world(one, data_, 1).front();
   TrainOptions adaptive = one;
-  adaptive.policy = "adaptive";
+  adaptive.alloc.name = "adaptive";
   adaptive.speeds = {1.0, 1.0, 0.25};
   adaptive.sample_cost_ms = 0.1;
   const auto results = run_world(adaptive, data_, 3);
@@ -133,8 +133,8 @@ TEST_P(Equivalence, SameTestAccuracyAndLossWhateverTheSplit) {
   a.max_steps = 0;
   a.epochs = 1;
   TrainOptions b = a;
-  b.policy = "static";
-  b.shares = {1, 3};
+  b.alloc.name = "static";
+  b.alloc.shares = {1, 3};
   const auto ra = run_world(a, data_, 2).front();
   const auto rb = run_world(b, data_, 2).front();
   ASSERT_EQ(ra.metrics.epochs.size(), 1u);
@@ -154,8 +154,8 @@ TEST_P(Equivalence, EveryAllreduceGivesTheSameParametersUnderEveryPolicy) {
       TrainOptions o = base();
       o.allreduce = algorithm;
       o.bucket_mb = 0.1;  // several buckets: the telemetry rides in the last one
-      o.policy = policy;
-      if (o.policy == "static") o.shares = {5, 17, 42};
+      o.alloc.name = policy;
+      if (o.alloc.name == "static") o.alloc.shares = {5, 17, 42};
       const auto results = run_world(o, data_, 3);
       for (const auto& r : results) {
         EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance) << algorithm << " " << policy;
@@ -173,8 +173,8 @@ TEST_P(Equivalence, OverlappedAndAfterBackwardReductionGiveTheSameParameters) {
       o.allreduce = algorithm;
       o.overlap = overlap;
       o.bucket_mb = 0.05;
-      o.policy = "static";
-      o.shares = {1, 20, 43};
+      o.alloc.name = "static";
+      o.alloc.shares = {1, 20, 43};
       const auto results = run_world(o, data_, 3);
       for (const auto& r : results) {
         EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance)
@@ -206,8 +206,8 @@ TEST(EquivalenceResNet, OverlappedRingOnThreeWorkersMatchesOne) {
   const auto reference = run_world(o, d, 1).front();
   o.allreduce = "ring";
   o.bucket_mb = 1.0;
-  o.policy = "static";
-  o.shares = {3, 9, 20};
+  o.alloc.name = "static";
+  o.alloc.shares = {3, 9, 20};
   for (const auto& r : run_world(o, d, 3)) {
     EXPECT_LT(max_abs_diff(r.parameters, reference.parameters), kTolerance);
   }

@@ -36,24 +36,24 @@ TEST(Validate, RejectsInconsistentFlags) {
   expect_usage([](TrainOptions& o) { o.speeds = {1, 1, 1, 2}; }, 4, "(0, 1]");
   expect_usage([](TrainOptions& o) { o.global_batch = 3; }, 4, "smaller than the number of workers");
   expect_usage([](TrainOptions& o) { o.model = "resnet9000"; }, 1, "unknown model");
-  expect_usage([](TrainOptions& o) { o.policy = "magic"; }, 1, "unknown policy");
+  expect_usage([](TrainOptions& o) { o.alloc.name = "magic"; }, 1, "unknown policy");
   expect_usage(
       [](TrainOptions& o) {
-        o.policy = "static";
-        o.shares = {1, 2, 3};
+        o.alloc.name = "static";
+        o.alloc.shares = {1, 2, 3};
       },
       2, "--shares");
   expect_usage([](TrainOptions& o) { o.slowdowns = {{4, 10, 0.5}}; }, 4, "rank 4");
   expect_usage([](TrainOptions& o) { o.slowdowns = {{1, 10, 1.5}}; }, 4, "(0, 1]");
-  expect_usage([](TrainOptions& o) { o.shares = {1, 2}; }, 2, "only to --policy static");
+  expect_usage([](TrainOptions& o) { o.alloc.shares = {1, 2}; }, 2, "only to --policy static");
   expect_usage(
       [](TrainOptions& o) {
-        o.policy = "static";
-        o.shares = {1, -2};
+        o.alloc.name = "static";
+        o.alloc.shares = {1, -2};
       },
       2, "> 0");
-  expect_usage([](TrainOptions& o) { o.max_local_batch = 10; }, 4, "cannot hold");
-  expect_usage([](TrainOptions& o) { o.min_local_batch = 20; }, 4, "exceed the global batch");
+  expect_usage([](TrainOptions& o) { o.alloc.bounds.max_local = 10; }, 4, "cannot hold");
+  expect_usage([](TrainOptions& o) { o.alloc.bounds.min_local = 20; }, 4, "exceed the global batch");
   expect_usage([](TrainOptions& o) { o.train_images = "x"; }, 1, "all four");
   expect_usage([](TrainOptions& o) { o.epochs = 0; }, 1, "--epochs");
   expect_usage([](TrainOptions& o) { o.timeout_seconds = 0; }, 1, "--timeout");
@@ -116,12 +116,12 @@ TEST(ConfigChecksum, ChangesWithEverySharedOptionTried) {
   const auto sum = config_checksum(base);
   std::vector<std::function<void(TrainOptions&)>> changes = {
       [](TrainOptions& o) { o.model = "mlp"; },       [](TrainOptions& o) { o.lr = 0.1; },
-      [](TrainOptions& o) { o.seed = 7; },            [](TrainOptions& o) { o.policy = "adaptive"; },
-      [](TrainOptions& o) { o.shares = {1, 2}; },     [](TrainOptions& o) { o.speeds = {1, 0.5}; },
+      [](TrainOptions& o) { o.seed = 7; },            [](TrainOptions& o) { o.alloc.name = "adaptive"; },
+      [](TrainOptions& o) { o.alloc.shares = {1, 2}; },     [](TrainOptions& o) { o.speeds = {1, 0.5}; },
       [](TrainOptions& o) { o.slowdowns = {{1, 5, 0.5}}; },
       [](TrainOptions& o) { o.sample_cost_ms = 1; }, [](TrainOptions& o) { o.overlap = false; },
       [](TrainOptions& o) { o.bucket_mb = 1; },       [](TrainOptions& o) { o.resume_dir = "x"; },
-      [](TrainOptions& o) { o.max_local_batch = 9; }};
+      [](TrainOptions& o) { o.alloc.bounds.max_local = 9; }};
   for (std::size_t k = 0; k < changes.size(); ++k) {
     TrainOptions o;
     changes[k](o);

@@ -5,198 +5,204 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
-#include <tuple>
 
-#include "hetrain/alloc/bisection.h"
-#include "hetrain/alloc/groups.h"
 #include "hetrain/common/error.h"
 
 namespace hetrain::alloc {
 namespace {
 
-// Workers due to finish within this relative margin of the first one finish
+// Workers due to finish within this relative margin of the next finish finish
 // with it: rounding must not leave a sliver of work for another round.
 constexpr double kFinishTolerance = 1e-12;
 
-// Max-min fair rates (CPUs) of workers with caps `cap` on `cores` CPUs.
-std::vector<double> fair_rates(const std::vector<double>& cap, double cores) {
-  std::vector<std::size_t> order(cap.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cap[a] < cap[b]; });
-  std::vector<double> rate(cap.size());
-  double left = cores;
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    rate[order[k]] = std::min(cap[order[k]], left / static_cast<double>(order.size() - k));
-    left -= rate[order[k]];
-  }
-  return rate;
+// Samples one member of `u` could take by time t on its own, within [lo, hi].
+double own_capacity(const HostUnit& u, double t, const RealBounds& r) {
+  const double per = u.cpu_per_sample / u.cpus + u.wait_per_sample;
+  const double room = t - u.cpu_overhead / u.cpus - u.wait_overhead;
+  if (!(per > 0.0)) return room > 0.0 ? r.hi : r.lo;
+  return std::clamp(room / per, r.lo, r.hi);
 }
 
-// Workers of one host whose CPUs and CPU-seconds at their batches differ by
-// less than the larger of kAlikeCost and kAlikeBands standard errors
-// (relative) are one group (host_groups).
-constexpr double kAlikeCost = 0.1;
-constexpr double kAlikeBands = 3.0;
-// However uncertain their costs, workers further apart than this are not
-// alike: a worker four times slower must not wait for samples to be told apart.
-constexpr double kMaxAlikeCost = 0.3;
-// A group formed earlier holds while its members stay within this many times
-// the tolerance (host_groups' hysteresis).
-constexpr double kHoldSpan = 1.5;
-
-// Workers of one group on one host: filled together (solve_on_hosts).
-struct Unit {
-  std::vector<std::size_t> ranks;
-  HostCost cost;      // the members' mean
-  double cpus = 1.0;  // the members' mean
+// One class of workers with the same cap: sorted by work, served alike.
+struct CapClass {
+  double cap = 0.0;
+  std::size_t head = 0, end = 0;  // the unfinished members: order[head, end)
+  double served = 0.0;            // CPU-seconds each unfinished member has had
+  double rate = 0.0;
 };
 
-// The units of each host (workers of one host and one group), cheapest CPU
-// per sample first; each unit's cost is its members' mean.
-std::vector<std::vector<Unit>> units_by_host(const Placement& p, const std::vector<HostCost>& cost,
-                                             const std::vector<std::size_t>& group) {
-  std::vector<std::vector<Unit>> hosts(p.host_cores.size());
-  for (std::size_t r = 0; r < p.host.size(); ++r) {
-    if (p.host[r] == kNoHost) continue;
-    auto& units = hosts[p.host[r]];
-    auto it = std::find_if(units.begin(), units.end(),
-                           [&](const Unit& u) { return group[u.ranks.front()] == group[r]; });
-    if (it == units.end()) it = units.insert(units.end(), Unit{{}, {}, 0.0});
-    it->ranks.push_back(r);
+// Max-min fair rates of the classes (ascending cap) on `cores`.
+void fair_rates(std::vector<CapClass>& classes, double cores) {
+  double left = cores, active = 0.0;
+  for (const CapClass& c : classes) active += static_cast<double>(c.end - c.head);
+  for (CapClass& c : classes) {
+    const double n = static_cast<double>(c.end - c.head);
+    if (n == 0.0) continue;
+    c.rate = std::min(c.cap, left / active);
+    left -= c.rate * n, active -= n;
   }
-  for (auto& units : hosts) {
-    for (Unit& u : units) {
-      const double m = static_cast<double>(u.ranks.size());
-      for (const std::size_t r : u.ranks) {
-        u.cost.cpu_overhead += cost[r].cpu_overhead / m;
-        u.cost.cpu_per_sample += cost[r].cpu_per_sample / m;
-        u.cost.wait_overhead += cost[r].wait_overhead / m;
-        u.cost.wait_per_sample += cost[r].wait_per_sample / m;
-        u.cost.cpu_error += cost[r].cpu_error / m;
-        u.cpus += p.cpus[r] / m;
+}
+
+}  // namespace
+
+std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
+                                double cores) {
+  HETRAIN_ENFORCE_EQ(work.size(), cap.size());
+  std::vector<double> finish(work.size(), 0.0);
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < work.size(); ++i)
+    if (work[i] > 0.0) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return cap[a] != cap[b] ? cap[a] < cap[b] : work[a] < work[b];
+  });
+  std::vector<CapClass> classes;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (classes.empty() || cap[order[k]] != classes.back().cap) classes.push_back({cap[order[k]], k, k});
+    classes.back().end = k + 1;
+  }
+  double now = 0.0;
+  for (std::size_t done = 0; done < order.size();) {
+    fair_rates(classes, cores);
+    double dt = std::numeric_limits<double>::infinity();
+    for (const CapClass& c : classes)
+      if (c.head < c.end) dt = std::min(dt, (work[order[c.head]] - c.served) / c.rate);
+    now += dt;
+    for (CapClass& c : classes) {
+      if (c.head == c.end) continue;
+      c.served += c.rate * dt;
+      while (c.head < c.end && work[order[c.head]] - c.served <= kFinishTolerance * work[order[c.head]] +
+                                                                    kFinishTolerance * c.rate * dt) {
+        finish[order[c.head++]] = now, ++done;
       }
     }
-    std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) {
-      return a.cost.cpu_per_sample < b.cost.cpu_per_sample;
-    });
   }
-  return hosts;
+  return finish;
 }
 
-// Samples one member of `u` could take by time t on its own, within [lo, hi].
-double own_capacity(const Unit& u, double t, double lo, double hi) {
-  const HostCost& c = u.cost;
-  const double per_sample = c.cpu_per_sample / u.cpus + c.wait_per_sample;
-  const double room = t - c.cpu_overhead / u.cpus - c.wait_overhead;
-  if (!(per_sample > 0.0)) return room > 0.0 ? hi : lo;
-  return std::clamp(room / per_sample, lo, hi);
+HostCostModel::HostCostModel(std::vector<std::size_t> unit_of, std::vector<HostUnit> units,
+                             std::vector<double> host_cores)
+    : StepCostModel(std::move(unit_of)), units_(std::move(units)), cores_(std::move(host_cores)) {
+  HETRAIN_ENFORCE_EQ(units_.size(), this->units());
+  by_host_.resize(cores_.size());
+  tier_.resize(units_.size());
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    // A unit of its own tier is numbered past every named tier.
+    tier_[u] = units_[u].tier == HostUnit::kOwnTier ? units_.size() + u : units_[u].tier;
+    if (units_[u].host == kNoHost) {
+      devices_.push_back(u);
+    } else {
+      HETRAIN_ENFORCE_LT(units_[u].host, cores_.size());
+      by_host_[units_[u].host].push_back(u);
+    }
+  }
+  for (auto& host : by_host_) order_by_tier(host);
 }
 
-// Units whose CPU cost per sample is within this share of the cheapest of
-// their tier (or kAlikeBands standard errors, at most kMaxTieCost) share
-// the budget in proportion to what each could take (fill_host): CPU-seconds
-// measured on a busy host differ by this much between identical workers, and
-// the fill must not turn such noise into an idle worker.
-constexpr double kTieCost = 0.2;
-// However uncertain, costs more than this far apart (relative) never tie: a
-// core twice as fast is used as such once its samples show it. Wider than
-// kMaxAlikeCost: a fill that idles a worker on a few noisy samples costs
-// more than a split that keeps it busy a little too long.
-constexpr double kMaxTieCost = 1.0;
-
-// Whether unit `b` (the dearer) ties with `a` (the cheapest of a tier).
-bool ties(const Unit& a, const Unit& b) {
-  const double limit =
-      std::clamp(kAlikeBands * std::hypot(a.cost.cpu_error, b.cost.cpu_error), kTieCost, kMaxTieCost);
-  return b.cost.cpu_per_sample <= (1.0 + limit) * a.cost.cpu_per_sample;
+// Sorts one host's units by their tier's mean CPU-seconds per sample (members
+// counted), then by tier, so each tier is contiguous. O(k log k).
+void HostCostModel::order_by_tier(std::vector<std::size_t>& host) const {
+  std::map<std::size_t, std::pair<double, double>> sum;  // tier: (cost x members, members)
+  for (const std::size_t u : host) {
+    auto& [cost, members] = sum[tier_[u]];
+    cost += static_cast<double>(count(u)) * units_[u].cpu_per_sample;
+    members += static_cast<double>(count(u));
+  }
+  auto mean = [&](std::size_t u) {
+    const auto& [cost, members] = sum.at(tier_[u]);
+    return cost / members;
+  };
+  std::sort(host.begin(), host.end(), [&](std::size_t a, std::size_t b) {
+    const double ca = mean(a), cb = mean(b);
+    if (ca != cb) return ca < cb;
+    return tier_[a] != tier_[b] ? tier_[a] < tier_[b] : a < b;
+  });
 }
 
-// Fills one host's units by time t (solve_on_hosts' terms) into `parts`;
-// returns the samples it holds. Tiers of tied units (cheapest first) are
-// filled in turn; a tier the budget cannot fill gets the same fraction of
-// each member's own capacity, so its workers run at equal rates.
-double fill_host(const std::vector<Unit>& units, double cores, double t, double lo, double hi,
-                 std::vector<double>& parts) {
-  double budget = cores * t, held = 0.0;
-  for (const Unit& u : units) budget -= static_cast<double>(u.ranks.size()) * u.cost.cpu(lo);
-  for (std::size_t first = 0; first < units.size();) {
-    std::size_t end = first + 1;
-    while (end < units.size() && ties(units[first], units[end])) ++end;
-    // What each unit of the tier could take, and the CPU-seconds it needs:
-    // `start` for a worker given its first sample, `per` per extra sample.
-    std::vector<double> extra(end - first);
+// The fractional knapsack of hosts.h's terms: tiers in order, each filled up
+// to its members' own capacities while the budget lasts; the tier it runs out
+// in gets the same fraction of each member's capacity (equal rates), the
+// tiers after it only the lower bound. O(k) per call.
+double HostCostModel::fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const {
+  const std::vector<std::size_t>& host = by_host_[h];
+  double budget = cores_[h] * t, held = 0.0;
+  for (const std::size_t u : host) budget -= static_cast<double>(count(u)) * units_[u].cpu(r.lo);
+  for (std::size_t first = 0; first < host.size();) {
+    std::size_t end = first;
+    // CPU-seconds the tier needs: `start` for workers given a first sample,
+    // `per` for all it could add by t.
     double start = 0.0, per = 0.0;
-    for (std::size_t k = first; k < end; ++k) {
-      const Unit& u = units[k];
-      const double m = static_cast<double>(u.ranks.size());
-      extra[k - first] = std::max(0.0, own_capacity(u, t, lo, hi) - lo);
-      if (extra[k - first] > 0.0 && lo <= 0.0) start += m * u.cost.cpu_overhead;
-      per += m * extra[k - first] * u.cost.cpu_per_sample;
+    for (; end < host.size() && tier_[host[end]] == tier_[host[first]]; ++end) {
+      const std::size_t u = host[end];
+      const HostUnit& x = units_[u];
+      const double m = static_cast<double>(count(u));
+      share[u] = std::max(0.0, own_capacity(x, t, r) - r.lo);  // for now: what it alone could add
+      if (share[u] > 0.0 && r.lo <= 0.0) start += m * x.cpu_overhead;
+      per += m * share[u] * x.cpu_per_sample;
     }
     double fraction = 1.0;
-    if (start + per > budget) fraction = per > 0.0 ? std::max(0.0, (budget - start) / per) : 0.0;
+    if (start + per > budget) fraction = per > 0.0 && budget > start ? (budget - start) / per : 0.0;
     if (fraction > 0.0) budget -= start + fraction * per;
     for (std::size_t k = first; k < end; ++k) {
-      const double take = lo + fraction * extra[k - first];
-      for (const std::size_t r : units[k].ranks) parts[r] = take;
-      held += static_cast<double>(units[k].ranks.size()) * take;
+      share[host[k]] = r.lo + fraction * share[host[k]];
+      held += static_cast<double>(count(host[k])) * share[host[k]];
     }
     first = end;
   }
   return held;
 }
 
-}  // namespace
+double HostCostModel::fill(double t, const RealBounds& r, std::vector<double>& share) const {
+  double held = 0.0;
+  for (const std::size_t u : devices_) {
+    share[u] = std::clamp((t - units_[u].wall_overhead) / units_[u].wall_per_sample, r.lo, r.hi);
+    held += static_cast<double>(count(u)) * share[u];
+  }
+  for (std::size_t h = 0; h < cores_.size(); ++h) held += fill_host(h, t, r, share);
+  return held;
+}
 
-std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostCost>& cost,
-                                     const std::vector<std::size_t>& batches, double typical_batch,
-                                     const std::vector<std::size_t>& previous) {
-  const std::size_t n = p.host.size();
-  std::vector<std::size_t> parent(n), order(n);
-  std::iota(parent.begin(), parent.end(), std::size_t{0});
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  auto own = [&](std::size_t r) { return batches[r] > 0 ? static_cast<double>(batches[r]) : typical_batch; };
-  auto per_sample = [&](std::size_t r) { return cost[r].cpu(typical_batch) / typical_batch; };
-  auto alike = [&](std::size_t a, std::size_t b, double span) {
-    if (p.host[a] == kNoHost || p.host[a] != p.host[b] ||
-        std::abs(p.cpus[a] - p.cpus[b]) > kAlikeCost * std::max(p.cpus[a], p.cpus[b])) {
-      return false;
-    }
-    const double limit = span * std::clamp(kAlikeBands * std::hypot(cost[a].cpu_error, cost[b].cpu_error),
-                                           kAlikeCost, kMaxAlikeCost);
-    // At the batches they run; an idle worker's model is compared at its
-    // neighbour's batch only (far from its own samples it extrapolates).
-    const bool idle_a = batches[a] == 0, idle_b = batches[b] == 0;
-    for (const double x : {own(a), own(b)}) {
-      if ((idle_a && !idle_b && x == own(a)) || (idle_b && !idle_a && x == own(b))) continue;
-      const double ca = cost[a].cpu(x) + cost[a].wait(x), cb = cost[b].cpu(x) + cost[b].wait(x);
-      if (std::abs(ca - cb) > limit * std::max(ca, cb)) return false;
-    }
-    return true;
-  };
-  // Chains of neighbours in cost order, host by host and CPUs by CPUs (a
-  // worker with other CPUs between two alike ones must not cut them apart).
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return std::make_tuple(p.host[a], p.cpus[a], per_sample(a)) <
-           std::make_tuple(p.host[b], p.cpus[b], per_sample(b));
-  });
-  for (std::size_t k = 1; k < n; ++k) {
-    if (alike(order[k - 1], order[k], 1.0)) detail::join(parent, order[k - 1], order[k]);
+double HostCostModel::upper_time(double total) const {
+  double t = 0.0;
+  for (const HostUnit& u : units_) {
+    t = std::max(t, u.host == kNoHost ? u.wall_overhead + total * u.wall_per_sample
+                                      : u.cpu(total) / std::min(u.cpus, cores_[u.host]) + u.wait(total));
   }
-  // Hysteresis: members of a previous group stay joined while they remain
-  // alike within kHoldSpan tolerances, so noise near the tolerance cannot
-  // split identical workers (and leave one idle on a stale model).
-  if (previous.size() == n) {
-    for (std::size_t a = 0; a < n; ++a) {
-      for (std::size_t b = a + 1; b < n; ++b) {
-        if (previous[a] == previous[b] && alike(a, b, kHoldSpan)) detail::join(parent, a, b);
-      }
+  return t;
+}
+
+std::vector<double> HostCostModel::finish_times(const std::vector<std::size_t>& split) const {
+  std::vector<double> finish(split.size(), 0.0);
+  std::vector<std::vector<std::size_t>> members(cores_.size());
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const HostUnit& u = units_[unit_of(i)];
+    const auto b = static_cast<double>(split[i]);
+    if (u.host != kNoHost) {
+      members[u.host].push_back(i);
+    } else if (b > 0.0) {
+      finish[i] = u.wall_overhead + b * u.wall_per_sample;
     }
   }
-  std::vector<std::size_t> group(n);
-  for (std::size_t r = 0; r < n; ++r) group[r] = detail::root(parent, r);  // the lowest rank of each set
-  return group;
+  for (std::size_t h = 0; h < cores_.size(); ++h) {
+    std::vector<double> work, cap;
+    for (const std::size_t i : members[h]) {
+      work.push_back(units_[unit_of(i)].cpu(static_cast<double>(split[i])));
+      cap.push_back(units_[unit_of(i)].cpus);
+    }
+    const std::vector<double> done = share_cores(work, cap, cores_[h]);
+    for (std::size_t k = 0; k < members[h].size(); ++k) {
+      const std::size_t i = members[h][k];
+      const auto b = static_cast<double>(split[i]);
+      finish[i] = b > 0.0 ? done[k] + units_[unit_of(i)].wait(b) : 0.0;
+    }
+  }
+  return finish;
+}
+
+double HostCostModel::makespan(const std::vector<std::size_t>& split) const {
+  const std::vector<double> t = finish_times(split);
+  return t.empty() ? 0.0 : *std::max_element(t.begin(), t.end());
 }
 
 bool Placement::shared() const {
@@ -233,115 +239,8 @@ void Placement::check(std::size_t workers) const {
     }
   }
   for (const double c : host_cores) {
-    if (!(c > 0.0) || !std::isfinite(c))
-      throw UsageError(fmt::format("a host has {} cores (must be > 0)", c));
+    if (!(c > 0.0) || !std::isfinite(c)) throw UsageError(fmt::format("a host has {} cores (must be > 0)", c));
   }
-}
-
-std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
-                                double cores) {
-  HETRAIN_ENFORCE_EQ(work.size(), cap.size());
-  std::vector<double> finish(work.size(), 0.0), left = work;
-  std::vector<std::size_t> active;
-  active.reserve(work.size());
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    if (work[i] > 0.0) active.push_back(i);
-  }
-  double now = 0.0;
-  while (!active.empty()) {
-    std::vector<double> caps(active.size());
-    for (std::size_t k = 0; k < active.size(); ++k) caps[k] = cap[active[k]];
-    const std::vector<double> rate = fair_rates(caps, cores);
-    double dt = std::numeric_limits<double>::infinity();
-    for (std::size_t k = 0; k < active.size(); ++k) dt = std::min(dt, left[active[k]] / rate[k]);
-    now += dt;
-    std::vector<std::size_t> still;
-    for (std::size_t k = 0; k < active.size(); ++k) {
-      const std::size_t i = active[k];
-      if (left[i] / rate[k] <= dt * (1.0 + kFinishTolerance)) {
-        finish[i] = now;
-      } else {
-        left[i] -= rate[k] * dt;
-        still.push_back(i);
-      }
-    }
-    active = std::move(still);
-  }
-  return finish;
-}
-
-std::vector<double> host_finish_times(const Placement& p, const std::vector<WorkerModel>& wall,
-                                      const std::vector<HostCost>& cost,
-                                      const std::vector<std::size_t>& split) {
-  const std::size_t n = split.size();
-  HETRAIN_ENFORCE_EQ(wall.size(), n);
-  HETRAIN_ENFORCE_EQ(cost.size(), n);
-  std::vector<double> finish(n, 0.0);
-  std::vector<std::vector<std::size_t>> members(p.host_cores.size());
-  for (std::size_t r = 0; r < n; ++r) {
-    if (p.host[r] != kNoHost) {
-      members[p.host[r]].push_back(r);
-    } else if (split[r] > 0) {
-      finish[r] = wall[r].overhead + static_cast<double>(split[r]) / wall[r].speed;
-    }
-  }
-  for (std::size_t h = 0; h < members.size(); ++h) {
-    std::vector<double> work, cap;
-    for (const std::size_t r : members[h]) {
-      work.push_back(cost[r].cpu(static_cast<double>(split[r])));
-      cap.push_back(p.cpus[r]);
-    }
-    const std::vector<double> done = share_cores(work, cap, p.host_cores[h]);
-    for (std::size_t k = 0; k < members[h].size(); ++k) {
-      const std::size_t r = members[h][k];
-      finish[r] = split[r] > 0 ? done[k] + cost[r].wait(static_cast<double>(split[r])) : 0.0;
-    }
-  }
-  return finish;
-}
-
-double host_makespan(const Placement& p, const std::vector<WorkerModel>& wall,
-                     const std::vector<HostCost>& cost, const std::vector<std::size_t>& split) {
-  const std::vector<double> t = host_finish_times(p, wall, cost, split);
-  return t.empty() ? 0.0 : *std::max_element(t.begin(), t.end());
-}
-
-SolvedSplit solve_on_hosts(const Placement& p, const std::vector<WorkerModel>& wall,
-                           const std::vector<HostCost>& cost, const std::vector<std::size_t>& group,
-                           std::size_t total, const Bounds& bounds) {
-  const std::size_t n = wall.size();
-  check_feasible(n, total, bounds);
-  const detail::RealBounds range = detail::real_bounds(bounds);
-  const double lo = range.lo, hi = range.hi;
-  const double b = static_cast<double>(total);
-  const std::vector<std::vector<Unit>> hosts = units_by_host(p, cost, group);
-  std::vector<double> parts(n, 0.0);
-  auto held = [&](double t) {
-    double sum = 0.0;
-    for (std::size_t r = 0; r < n; ++r) {
-      if (p.host[r] != kNoHost) continue;
-      parts[r] = std::clamp((t - wall[r].overhead) * wall[r].speed, lo, hi);
-      sum += parts[r];
-    }
-    for (std::size_t h = 0; h < hosts.size(); ++h)
-      sum += fill_host(hosts[h], p.host_cores[h], t, lo, hi, parts);
-    return sum;
-  };
-  // T_hi: the slowest worker alone could do the whole batch.
-  double t_hi = 0.0;
-  for (std::size_t r = 0; r < n; ++r) {
-    const double alone =
-        p.host[r] == kNoHost
-            ? wall[r].overhead + b / wall[r].speed
-            : cost[r].cpu(b) / std::min(p.cpus[r], p.host_cores[p.host[r]]) + cost[r].wait(b);
-    t_hi = std::max(t_hi, alone);
-  }
-  held(detail::smallest_time(held, b, t_hi));
-  for (double& x : parts) x = std::max(detail::kTinyShare, x);
-  SolvedSplit out;
-  out.split = split_proportional(parts, total, bounds);
-  out.makespan = host_makespan(p, wall, cost, out.split);
-  return out;
 }
 
 }  // namespace hetrain::alloc

@@ -1,75 +1,70 @@
-// Workers that share a host's cores. A worker given more samples there takes
-// CPU from its neighbours, so the split is planned with each host's CPU
-// budget and priced by processor sharing, not as if every worker were an
-// independent device. Plain C++: the trainer and the simulator share it.
+// StepCostModel for workers that share a host's cores (processor sharing).
+// A worker given more samples there takes CPU from its neighbours, so each
+// worker is described by what it needs, not by its wall-clock time: CPU-seconds
+// cpu(b) = k0 + k b at most `cpus` at once, and seconds off the CPU
+// wait(b) = w0 + w b (a device's kernels, an emulated delay) that no neighbour
+// slows. Workers off any host are independent devices (wall line).
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 #include "hetrain/alloc/policy.h"
-#include "hetrain/alloc/split.h"
+#include "hetrain/alloc/solver.h"
 
 namespace hetrain::alloc {
 
-// One worker's cost on a host, beside its wall-clock model: CPU-seconds
-// cpu(b) = cpu_overhead + b cpu_per_sample, and seconds off the CPU
-// wait(b) = wait_overhead + b wait_per_sample (a device's kernels, an
-// emulated delay), which no neighbour slows.
-struct HostCost {
-  double cpu_overhead = 0.0;     // CPU-seconds per step
-  double cpu_per_sample = 0.0;   // CPU-seconds per sample
-  double wait_overhead = 0.0;    // seconds per step
-  double wait_per_sample = 0.0;  // seconds per sample
-  double cpu_error = 0.0;        // relative standard error of cpu_per_sample (how well it is known)
+struct HostUnit {
+  std::size_t host = kNoHost;  // index into the host cores, or kNoHost (an independent device)
+  double cpus = 1.0;           // CPUs each member can use at once
+  double cpu_overhead = 0.0, cpu_per_sample = 0.0;    // CPU-seconds
+  double wait_overhead = 0.0, wait_per_sample = 0.0;  // seconds off the CPU
+  double wall_overhead = 0.0, wall_per_sample = 0.0;  // seconds (kNoHost only)
+  // Units of one tier on one host have CPU costs the estimates cannot tell
+  // apart (the Grouper's alike, on CPU-seconds per sample): filled at equal
+  // rates. kOwnTier: a tier of its own.
+  std::size_t tier = kOwnTier;
+  static constexpr std::size_t kOwnTier = static_cast<std::size_t>(-1);
   double cpu(double b) const { return b > 0.0 ? cpu_overhead + b * cpu_per_sample : 0.0; }
   double wait(double b) const { return b > 0.0 ? wait_overhead + b * wait_per_sample : 0.0; }
 };
 
-// Processor sharing on one host of `cores` CPUs. Every worker starts its
-// `work` (CPU-seconds) at time 0 and runs at most at `cap` CPUs. While k
-// workers compute, the cores are shared max-min fairly: each gets min(cap,
-// an equal share of what the capped ones leave); when one finishes the
-// others speed up, so rates are piecewise constant between finishes.
-// Returns each worker's finish time, seconds (0 for no work).
+// Terms: by a common finish time T the workers of host h have C_h T
+// CPU-seconds together, and each alone could take o_i(T) samples (its CPUs and
+// its time off the CPU, within the bounds). The most samples that budget buys
+// is a fractional knapsack: tiers are filled cheapest CPU-seconds per sample
+// first, each up to its members' o_i(T), until C_h T is spent. The tier the
+// budget runs out in gets the same fraction f of each member's o_i(T): equal
+// rates, so noise between workers the estimates cannot tell apart does not
+// give the batch to whichever looks a little cheaper. Predictions of a split
+// are max-min fair processor sharing of each host's cores, plus the time off
+// the CPU.
+class HostCostModel final : public StepCostModel {
+ public:
+  HostCostModel(std::vector<std::size_t> unit_of, std::vector<HostUnit> units, std::vector<double> host_cores);
+
+  double fill(double t, const RealBounds& r, std::vector<double>& share) const override;
+  double upper_time(double total) const override;
+  double makespan(const std::vector<std::size_t>& split) const override;
+  double alone(std::size_t, double) const override { return -1.0; }
+  // Each worker's predicted finish time under `split`.
+  std::vector<double> finish_times(const std::vector<std::size_t>& split) const;
+
+ private:
+  void order_by_tier(std::vector<std::size_t>& host) const;
+  double fill_host(std::size_t h, double t, const RealBounds& r, std::vector<double>& share) const;
+  std::vector<HostUnit> units_;
+  std::vector<double> cores_;
+  std::vector<std::vector<std::size_t>> by_host_;  // each host's units, cheapest tier first
+  std::vector<std::size_t> tier_;                  // each unit's tier (kOwnTier resolved)
+  std::vector<std::size_t> devices_;               // units off any host
+};
+
+// Max-min fair processor sharing on one host of `cores` CPUs: every worker
+// starts its `work` (CPU-seconds) at time 0 and runs at most at `cap` CPUs;
+// when one finishes the others speed up. Returns each worker's finish time
+// (0 for no work). O(k log k + k x distinct caps).
 std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
                                 double cores);
-
-// Predicted compute time of each worker under `split`: a worker off any host
-// by its wall model; the workers of a host by processor sharing of their CPU
-// work, capped at their CPUs, plus their time off the CPU.
-std::vector<double> host_finish_times(const Placement& p, const std::vector<WorkerModel>& wall,
-                                      const std::vector<HostCost>& cost,
-                                      const std::vector<std::size_t>& split);
-double host_makespan(const Placement& p, const std::vector<WorkerModel>& wall,
-                     const std::vector<HostCost>& cost, const std::vector<std::size_t>& split);
-
-// Groups of workers alike on a host: same host, CPUs within 10%, and
-// CPU-seconds plus wait at each one's batch (`batches`; `typical_batch` for
-// an idle one) within the larger of 10% and 3 standard errors. On a shared
-// host wall-clock times say more about the neighbours than the worker: a
-// saturated host makes all its workers look alike. By rank: the group's
-// lowest rank (a worker off any host is its own group). A group holds equal
-// shares; workers merely tied in cost share the budget in proportion.
-// `previous`: the groups of the last call, by rank (empty: none); members of
-// one stay together while they are alike within 1.5 times the tolerance.
-std::vector<std::size_t> host_groups(const Placement& p, const std::vector<HostCost>& cost,
-                                     const std::vector<std::size_t>& batches, double typical_batch,
-                                     const std::vector<std::size_t>& previous = {});
-
-// Terms: T is the common finish time. A worker off any host can take
-// b_i(T) from its wall model, as in solve_split. A worker on host h alone
-// could take o_i(T) = (T - cpu_overhead_i / c_i - wait_overhead_i) /
-// (cpu_per_sample_i / c_i + wait_per_sample_i) samples (c_i its CPUs), but
-// the host's workers together have C_h T CPU-seconds: they are filled in
-// order of CPU cost per sample, cheapest first, each up to o_i(T), until the
-// budget is spent. Workers whose costs tie (within 20%, or their errors, up
-// to 2x) form a tier filled at once: one the budget cannot fill gets the
-// same fraction of each member's o_i(T), so none idles on noise. Members of one group (`group`, by rank;
-// identical workers) are filled together and share evenly, so identical workers get identical shares.
-// Bisection finds the smallest T whose capacity holds `total`; the parts are rounded by largest remainder.
-SolvedSplit solve_on_hosts(const Placement& p, const std::vector<WorkerModel>& wall,
-                           const std::vector<HostCost>& cost, const std::vector<std::size_t>& group,
-                           std::size_t total, const Bounds& bounds);
 
 }  // namespace hetrain::alloc

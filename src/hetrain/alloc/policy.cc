@@ -28,7 +28,7 @@ std::unique_ptr<Policy> make_policy(const PolicyConfig& c) {
     return std::make_unique<FixedPolicy>(split_proportional(ones, c.global_batch, c.bounds));
   }
   if (c.name == "adaptive") {
-    return std::make_unique<AdaptivePolicy>(c.workers, c.global_batch, c.bounds, AdaptiveConfig{}, c.known,
+    return std::make_unique<AdaptivePolicy>(c.workers, c.global_batch, c.bounds, AdaptiveTuning{}, c.known,
                                             c.placement);
   }
   if (c.name == "static" && c.shares.empty()) {

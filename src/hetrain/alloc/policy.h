@@ -63,15 +63,23 @@ struct Placement {
 // split is frozen (the one default; options, sim and cli refer to it).
 inline constexpr std::size_t kDefaultProfileSteps = 20;
 
-struct PolicyConfig {
+// The allocation's options: what a user chooses (flags, a cluster file, the
+// Python binding). One value type, embedded by value wherever a policy is
+// configured, so nothing is copied field by field.
+struct AllocOptions {
   std::string name = "equal";  // equal | static | adaptive
   std::vector<double> shares;  // static: relative shares, one per worker; empty = profile
   std::size_t profile_steps = kDefaultProfileSteps;  // static without shares: steps measured before freezing
+  Bounds bounds;
+  Placement placement;  // adaptive: which workers share a host's cores (empty: none do)
+};
+
+// The options plus what the run itself decides: how many workers, the global
+// batch, and the models a resumed run starts from.
+struct PolicyConfig : AllocOptions {
   std::size_t workers = 1;
   std::size_t global_batch = 1;
-  Bounds bounds;
   std::vector<WorkerModel> known;  // adaptive: models saved by an earlier run, by rank (resume)
-  Placement placement;             // adaptive: which workers share a host's cores (empty: none do)
 };
 
 class Policy {

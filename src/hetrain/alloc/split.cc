@@ -28,35 +28,19 @@ void check_feasible(std::size_t n, std::size_t total, const Bounds& b) {
   }
 }
 
-std::vector<std::size_t> split_proportional(std::span<const double> weights, std::size_t total,
-                                            const Bounds& bounds) {
-  const std::size_t n = weights.size();
-  check_feasible(n, total, bounds);
-  for (double w : weights) {
-    if (!(w > 0.0) || !std::isfinite(w)) {
-      throw UsageError(fmt::format("split weights must be positive and finite, got {}", w));
-    }
-  }
-  const double lo = static_cast<double>(bounds.min_local);
-  const double hi = static_cast<double>(bounds.max_local);
+namespace {
 
-  // Water-filling: pin parts that leave [lo, hi], re-share the rest.
+// Water-filling: parts proportional to the weights; parts that leave [lo, hi]
+// are pinned to the violated bound and the rest re-shared until nothing moves.
+std::vector<double> bounded_parts(std::span<const double> weights, std::size_t total, double lo, double hi) {
+  const std::size_t n = weights.size();
   std::vector<double> part(n, 0.0);
   std::vector<bool> pinned(n, false);
   for (std::size_t round = 0; round <= n; ++round) {
-    double free_total = static_cast<double>(total);
-    double free_weight = 0.0;
+    double free_total = static_cast<double>(total), free_weight = 0.0;
+    for (std::size_t i = 0; i < n; ++i) (pinned[i] ? free_total -= part[i] : free_weight += weights[i]);
     for (std::size_t i = 0; i < n; ++i) {
-      if (pinned[i]) {
-        free_total -= part[i];
-      } else {
-        free_weight += weights[i];
-      }
-    }
-    bool moved = false;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (pinned[i]) continue;
-      part[i] = free_weight > 0.0 ? free_total * weights[i] / free_weight : 0.0;
+      if (!pinned[i]) part[i] = free_weight > 0.0 ? free_total * weights[i] / free_weight : 0.0;
     }
     // Pin the side that is violated most, so one round never pins both ways.
     double over = 0.0, under = 0.0;
@@ -65,6 +49,7 @@ std::vector<std::size_t> split_proportional(std::span<const double> weights, std
       over += std::max(0.0, part[i] - hi);
       under += std::max(0.0, lo - part[i]);
     }
+    bool moved = false;
     for (std::size_t i = 0; i < n; ++i) {
       if (pinned[i]) continue;
       if (over >= under && over > 0.0 && part[i] > hi) {
@@ -75,23 +60,25 @@ std::vector<std::size_t> split_proportional(std::span<const double> weights, std
     }
     if (!moved) break;
   }
+  return part;
+}
 
-  // Largest-remainder rounding within the bounds.
+// Largest-remainder rounding within the bounds: floor everything, hand the
+// leftover units to the largest fractional parts (ties to the lower rank).
+std::vector<std::size_t> round_parts(const std::vector<double>& part, std::size_t total, const Bounds& bounds) {
+  const std::size_t n = part.size();
   std::vector<std::size_t> out(n);
   std::size_t assigned = 0;
+  std::vector<double> remainder(n);
   for (std::size_t i = 0; i < n; ++i) {
     out[i] = std::clamp(static_cast<std::size_t>(std::floor(part[i])), bounds.min_local, bounds.max_local);
     assigned += out[i];
+    remainder[i] = part[i] - std::floor(part[i]);
   }
-  // The fractional parts, computed once (not in every comparison).
-  std::vector<double> remainder(n);
-  for (std::size_t i = 0; i < n; ++i) remainder[i] = part[i] - std::floor(part[i]);
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return remainder[a] > remainder[b]; });
-  // Hand out (or take back) single units; the feasibility check guarantees
-  // this terminates within bounds.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return remainder[a] > remainder[b]; });
+  // The feasibility check guarantees these terminate within bounds.
   while (assigned < total) {
     for (std::size_t i : order) {
       if (assigned == total) break;
@@ -104,6 +91,20 @@ std::vector<std::size_t> split_proportional(std::span<const double> weights, std
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::size_t> split_proportional(std::span<const double> weights, std::size_t total,
+                                            const Bounds& bounds) {
+  check_feasible(weights.size(), total, bounds);
+  for (double w : weights) {
+    if (!(w > 0.0) || !std::isfinite(w)) {
+      throw UsageError(fmt::format("split weights must be positive and finite, got {}", w));
+    }
+  }
+  const double lo = static_cast<double>(bounds.min_local), hi = static_cast<double>(bounds.max_local);
+  return round_parts(bounded_parts(weights, total, lo, hi), total, bounds);
 }
 
 std::vector<std::size_t> split_equal(std::size_t n, std::size_t total) {

@@ -100,16 +100,18 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
                  "Also evaluate the test set every this many steps (0: at the end of each epoch only)");
   app.add_option("--synthetic-train", o.synthetic_train, "Synthetic training samples")->capture_default_str();
   app.add_option("--synthetic-test", o.synthetic_test, "Synthetic test samples")->capture_default_str();
-  app.add_option("--policy", o.policy, "Allocation: equal | static | adaptive")->capture_default_str();
-  app.add_option("--shares", o.shares,
+  app.add_option("--policy", o.alloc.name, "Allocation: equal | static | adaptive")->capture_default_str();
+  app.add_option("--shares", o.alloc.shares,
                  "static: relative shares, one per worker (e.g. 4,4,4,1); without it, static profiles first")
       ->delimiter(',');
-  app.add_option("--profile-steps", o.profile_steps,
+  app.add_option("--profile-steps", o.alloc.profile_steps,
                  "static without --shares: steps measured before the split is frozen")
       ->capture_default_str();
-  app.add_option("--min-local-batch", o.min_local_batch, "Smallest local batch of any worker");
-  app.add_option("--max-local-batch", o.max_local_batch,
-                 "Largest local batch of any worker (memory cap; 0: none)");
+  app.add_option("--min-local-batch", o.alloc.bounds.min_local, "Smallest local batch of any worker");
+  app.add_option_function<std::size_t>(
+      "--max-local-batch",
+      [&o](std::size_t cap) { o.alloc.bounds.max_local = cap == 0 ? alloc::Bounds{}.max_local : cap; },
+      "Largest local batch of any worker (memory cap; 0: none)");
   app.add_option("--speeds", o.speeds,
                  "Emulated relative speeds s_i in (0,1], one per worker: worker i sleeps c*(1/s_i-1) after c "
                  "seconds of host compute")
@@ -200,7 +202,7 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   };
   if (talk) {
     fmt::print("hetrain: {} workers ({}), model {}, policy {}, B={}, {} training samples\n", group.size(),
-               world.launcher == "none" ? "single process" : world.launcher, o.model, o.policy, o.global_batch,
+               world.launcher == "none" ? "single process" : world.launcher, o.model, o.alloc.name, o.global_batch,
                data.train_size());
     std::fflush(stdout);
   }

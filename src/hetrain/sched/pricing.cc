@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "hetrain/alloc/adaptive.h"
+#include "hetrain/alloc/device_cost.h"
 #include "hetrain/common/error.h"
 #include "hetrain/sim/network_cost.h"
 
@@ -13,32 +13,24 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The compute makespan of the grouped water-filling (see step_seconds).
+// The compute makespan of the real-valued water-filling (alloc/solver.h)
+// over the machine types, each a unit of x[t] alike machines holding at
+// least one sample (see step_seconds).
 double grouped_makespan(const Job& job, const Allocation& x) {
-  const auto b = static_cast<double>(job.global_batch);
-  std::vector<bool> pinned(x.size(), false);  // at one sample
-  while (true) {
-    double free_speed = 0.0;    // samples/s of the unpinned machines
-    double pinned_samples = 0;  // one per pinned machine
-    for (std::size_t t = 0; t < x.size(); ++t) {
-      if (x[t] == 0) continue;
-      if (pinned[t])
-        pinned_samples += static_cast<double>(x[t]);
-      else
-        free_speed += static_cast<double>(x[t]) * job.speed[t];
-    }
-    double slowest_pinned = 0.0;  // seconds of a pinned machine's one sample
-    for (std::size_t t = 0; t < x.size(); ++t) {
-      if (x[t] > 0 && pinned[t]) slowest_pinned = std::max(slowest_pinned, job.overhead + 1.0 / job.speed[t]);
-    }
-    if (free_speed <= 0.0) return slowest_pinned;
-    const double finish = job.overhead + (b - pinned_samples) / free_speed;
-    bool moved = false;
-    for (std::size_t t = 0; t < x.size(); ++t) {
-      if (x[t] > 0 && !pinned[t] && (finish - job.overhead) * job.speed[t] < 1.0) pinned[t] = moved = true;
-    }
-    if (!moved) return std::max(finish, slowest_pinned);
+  std::vector<std::size_t> unit_of;
+  std::vector<alloc::DeviceUnit> units;
+  for (std::size_t t = 0; t < x.size(); ++t) {
+    if (x[t] == 0) continue;
+    unit_of.insert(unit_of.end(), x[t], units.size());
+    units.push_back({job.overhead, 1.0 / job.speed[t]});
   }
+  const alloc::DeviceCostModel model(std::move(unit_of), units);
+  alloc::RealBounds one;
+  one.lo = 1.0;
+  const alloc::RealSplit real = alloc::solve_real(model, static_cast<double>(job.global_batch), one);
+  double slowest = 0.0;  // a unit pinned at one sample may finish after T
+  for (std::size_t u = 0; u < units.size(); ++u) slowest = std::max(slowest, model.alone(u, real.share[u]));
+  return slowest;
 }
 
 }  // namespace

@@ -24,12 +24,12 @@ class Pricer {
   // more machines than global_batch, or one of a type the job cannot run on.
   //
   // Terms: a machine of type t computes b samples in a + b / v_t seconds
-  // (a = Job::overhead). The split is alloc::solve_split's water-filling over
-  // the real-valued local batches, grouped by type: the common finish time T
-  // gives every machine of type t the batch b_t = (T - a) v_t, at least one
-  // sample (min local batch 1); the smallest T whose batches hold the global
-  // batch is found exactly by fixing the types pinned at one sample and
-  // solving the linear rest. The compute makespan is T, or the time of a
+  // (a = Job::overhead). The split is the allocation core's one solver
+  // (alloc::solve_real, alloc/solver.h) over the real-valued local batches,
+  // each type one unit: the common finish time T gives every machine of type
+  // t the batch b_t = (T - a) v_t, at least one sample (min local batch 1);
+  // bisection finds the smallest T whose batches hold the global batch. The
+  // compute makespan is T, or the time of a
   // pinned machine's single sample if that is longer. Then the ring allreduce
   // over all the job's machines and the step overhead are added. The exact
   // integer split differs by at most one sample per machine

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "hetrain/common/error.h"
+#include "hetrain/sim/noise.h"
 #include "hetrain/sim/toml_fields.h"
 
 namespace hetrain::sim {
@@ -35,9 +37,53 @@ void read_placement(const Fields& f, const std::vector<Machine>& machines, Worke
   g.quota = f.has("quota") ? f.number("quota", std::nullopt) : 0.0;
 }
 
-WorkerGroup read_group(const Fields& f, const std::vector<Machine>& machines) {
+NoiseKind read_noise_kind(const Fields& f) {
+  const std::string kind = f.text("noise_kind", "normal");
+  if (kind == "normal") return NoiseKind::kNormal;
+  if (kind == "lognormal") return NoiseKind::kLognormal;
+  if (kind == "trace") return NoiseKind::kTrace;
+  f.fail("noise_kind", fmt::format("unknown noise kind '{}' (expected normal, lognormal or trace)", kind));
+}
+
+// The noise process beyond its sigma (`noise`): kind, correlation, spikes, trace.
+NoiseModel read_noise(const Fields& f, const std::string& file) {
+  NoiseModel n;
+  n.kind = read_noise_kind(f);
+  n.correlation = f.number("noise_correlation", 0.0, true);
+  if (n.correlation >= 1.0) f.fail("noise_correlation", "expected a number in [0, 1)");
+  n.spike_chance = f.number("spike_chance", 0.0, true);
+  if (n.spike_chance > 1.0) f.fail("spike_chance", "expected a probability in [0, 1]");
+  n.spike_min = f.number("spike_min", n.spike_min);
+  n.spike_max = f.number("spike_max", std::max(n.spike_max, n.spike_min));
+  if (n.spike_max < n.spike_min) f.fail("spike_max", "expected spike_max >= spike_min");
+  n.block = f.count("noise_block", n.block, 1);
+  if (n.kind == NoiseKind::kTrace) {
+    const std::string path = f.text("noise_trace", std::nullopt);
+    try {
+      n.trace = load_trace(resolve_beside(path, file));
+    } catch (const DataError& e) {
+      f.fail("noise_trace", e.what());
+    }
+  } else if (f.has("noise_trace")) {
+    f.fail("noise_trace", "a trace needs noise_kind = \"trace\"");
+  }
+  return n;
+}
+
+// The cost model's nonlinear and off-CPU terms (world.h).
+void read_costs(const Fields& f, WorkerGroup& g) {
+  g.tile = f.count("tile", 1, 1);
+  g.cache_samples = f.count("cache_samples", 0);
+  g.cache_penalty = f.number("cache_penalty", 1.0);
+  g.device_overhead = f.number("device_overhead", 0.0, true);
+  g.device_sample_cost = f.number("device_sample_cost", 0.0, true);
+}
+
+WorkerGroup read_group(const Fields& f, const std::vector<Machine>& machines, const std::string& file) {
   f.only({"name", "count", "speed", "sample_cost", "overhead", "noise", "max_local_batch", "price_per_hour",
-          "machine", "threads", "quota"});
+          "machine", "threads", "quota", "noise_kind", "noise_correlation", "spike_chance", "spike_min",
+          "spike_max", "noise_trace", "noise_block", "tile", "cache_samples", "cache_penalty",
+          "device_overhead", "device_sample_cost"});
   WorkerGroup g;
   g.name = f.text("name", std::nullopt);
   g.count = f.count("count", 1);
@@ -48,6 +94,8 @@ WorkerGroup read_group(const Fields& f, const std::vector<Machine>& machines) {
   g.speed = f.has("speed") ? f.number("speed", std::nullopt) : 1.0 / f.number("sample_cost", std::nullopt);
   g.overhead = f.number("overhead", 0.0, true);
   g.noise = f.number("noise", 0.0, true);
+  g.noise_model = read_noise(f, file);
+  read_costs(f, g);
   g.max_local_batch = f.count("max_local_batch", 0);
   g.price_per_hour = f.number("price_per_hour", 0.0, true);
   read_placement(f, machines, g);
@@ -69,7 +117,7 @@ Network read_network(const Fields& f) {
 }
 
 Event read_event(const Fields& f, const std::vector<WorkerGroup>& groups) {
-  f.only({"step", "kind", "group", "speed", "count"});
+  f.only({"step", "kind", "group", "speed", "factor", "count"});
   Event e;
   e.step = f.count("step", std::nullopt);
   const std::string kind = f.text("kind", std::nullopt);
@@ -79,7 +127,12 @@ Event read_event(const Fields& f, const std::vector<WorkerGroup>& groups) {
   e.group = static_cast<std::size_t>(it - groups.begin());
   if (kind == "speed") {
     e.kind = EventKind::kSpeed;
-    e.speed = f.number("speed", std::nullopt);
+    if (f.has("speed") == f.has("factor")) {
+      f.fail(f.has("speed") ? "factor" : "speed",
+             "give exactly one of speed (samples/s) and factor (x the group's speed in the file)");
+    }
+    if (f.has("speed")) e.speed = f.number("speed", std::nullopt);
+    if (f.has("factor")) e.factor = f.number("factor", std::nullopt);
   } else if (kind == "join" || kind == "leave") {
     e.kind = kind == "join" ? EventKind::kJoin : EventKind::kLeave;
     e.count = f.count("count", 1, 1);
@@ -105,6 +158,15 @@ double standalone_cpus(const Cluster& c, const WorkerGroup& g) {
 
 double standalone_speed(const Cluster& c, const WorkerGroup& g) { return g.speed * standalone_cpus(c, g); }
 
+WorkerGroup scaled(const WorkerGroup& g, double factor) {
+  WorkerGroup s = g;
+  s.speed = g.speed * factor;
+  s.overhead = g.overhead / factor;
+  s.device_overhead = g.device_overhead / factor;
+  s.device_sample_cost = g.device_sample_cost / factor;
+  return s;
+}
+
 namespace {
 
 Cluster from_toml(const toml::table& doc, const std::string& file) {
@@ -125,7 +187,7 @@ Cluster from_toml(const toml::table& doc, const std::string& file) {
     }
   }
   for (const auto& g : root.tables("group")) {
-    c.groups.push_back(read_group(g, c.machines));
+    c.groups.push_back(read_group(g, c.machines, file));
     for (std::size_t i = 0; i + 1 < c.groups.size(); ++i) {
       if (c.groups[i].name == c.groups.back().name) g.fail("name", "duplicate group name");
     }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,19 +27,56 @@ struct Machine {
   double cores = 1.0;  // CPUs
 };
 
-// Workers of one kind. A worker's work for b > 0 samples is
-// w = (overhead + b / speed) x (1 + noise x z), z standard normal (seeded),
-// clamped at 0; b = 0 costs nothing (the trainer skips the forward pass).
-//  - An independent device (no machine) computes w in w seconds.
-//  - On a machine, w is CPU-seconds, and the workers computing at the same
-//    moment share its cores (share_cores in simulator.h): a worker runs at
-//    most at min(threads, quota) CPUs, the rest going to its neighbours.
+// Recorded noise: per-step ratios of a real worker's compute time to its
+// median at the same batch, one column per recorded worker (noise.h reads and
+// replays them).
+struct NoiseTrace {
+  std::string path;
+  std::vector<std::vector<double>> columns;  // per recorded worker, per step
+  double mean = 1.0;                         // of every ratio in the file
+};
+
+enum class NoiseKind {
+  kNormal,     // multiplier max(0, 1 + sigma x), x the AR(1) process below
+  kLognormal,  // multiplier exp(sigma x): heavy right tail, median 1
+  kTrace,      // blocks of a recorded trace, from random offsets (block bootstrap)
+};
+
+// How a worker's compute time varies from step to step: a multiplier of its
+// noise-free time. Every worker draws its own, independently; the workers of
+// a group draw from the same process.
+struct NoiseModel {
+  NoiseKind kind = NoiseKind::kNormal;  // sigma is WorkerGroup::noise
+  double correlation = 0.0;  // AR(1) coefficient of x from step to step, in [0, 1)
+  double spike_chance = 0.0;  // per step: the multiplier is also scaled by U(spike_min, spike_max)
+  double spike_min = 5.0;
+  double spike_max = 10.0;
+  std::shared_ptr<const NoiseTrace> trace;  // kTrace
+  std::size_t block = 20;                   // kTrace: steps replayed from one offset before the next
+};
+
+// Workers of one kind. A worker's noise-free cost for b > 0 samples
+// (world.h), with t = tile-rounded b = ceil(b / tile) x tile:
+//   CPU work    overhead + (t + (cache_penalty - 1) x max(0, b - cache_samples)) / speed
+//   device time device_overhead + t x device_sample_cost   (off the CPU, after the CPU work)
+// both scaled by the step's noise multiplier; b = 0 costs nothing (the
+// trainer skips the forward pass).
+//  - An independent device (no machine) does its CPU work at rate 1.
+//  - On a machine, the CPU work is CPU-seconds, and the workers computing at
+//    the same moment share its cores by processor sharing (world.h): a
+//    worker runs at most at min(threads, quota) CPUs.
 struct WorkerGroup {
   std::string name;
   std::size_t count = 1;
   double speed = 1.0;                // samples per second (on a machine: per CPU-second)
   double overhead = 0.0;             // seconds (on a machine: CPU-seconds) per step, whatever the batch
-  double noise = 0.0;                // relative standard deviation of a step's compute work
+  double noise = 0.0;                // sigma of noise_model: relative sd (normal), sd of the log (lognormal)
+  NoiseModel noise_model;
+  std::size_t tile = 1;              // samples computed together: b costs as ceil(b / tile) x tile
+  std::size_t cache_samples = 0;     // past this many samples each costs cache_penalty x (0: no cliff)
+  double cache_penalty = 1.0;        // marginal cost past cache_samples, relative
+  double device_overhead = 0.0;      // seconds off the CPU per step (an accelerator's launch, a sleep)
+  double device_sample_cost = 0.0;   // seconds off the CPU per sample
   std::size_t max_local_batch = 0;   // memory cap, samples (0: none)
   double price_per_hour = 0.0;       // currency units per machine-hour (hetrain plan)
   std::size_t machine = kNoMachine;  // index into Cluster::machines
@@ -63,12 +101,16 @@ struct Network {
 enum class EventKind { kSpeed, kJoin, kLeave };
 
 // At the start of step `step` (0-based): every worker of `group` changes to
-// `speed` samples/s (kSpeed), or `count` workers of `group` join or leave.
+// `speed` samples/s (kSpeed), or runs at `factor` x the group's speed in the
+// file, every cost of its (CPU and device, per sample and per step) divided
+// by `factor` (kSpeed with factor > 0: slowdowns and recoveries); or `count`
+// workers of `group` join or leave.
 struct Event {
   std::size_t step = 0;
   EventKind kind = EventKind::kSpeed;
   std::size_t group = 0;  // index into Cluster::groups
-  double speed = 0.0;
+  double speed = 0.0;     // kSpeed: samples per second, or 0 when `factor` is given
+  double factor = 0.0;    // kSpeed: relative to the file's group (0: `speed` is given)
   std::size_t count = 1;
 };
 
@@ -93,6 +135,9 @@ double standalone_cpus(const Cluster& c, const WorkerGroup& g);
 // Samples per second of a worker of `g` alone on its machine (its quota
 // included): the speed in proportion to which a static split is "true".
 double standalone_speed(const Cluster& c, const WorkerGroup& g);
+
+// `g` running at `factor` x its speed: every cost divided by `factor`.
+WorkerGroup scaled(const WorkerGroup& g, double factor);
 
 // Throws DataError "FILE:LINE:COL: key 'K': what is wrong" for a malformed
 // file, UsageError-free: every check here is about the file.

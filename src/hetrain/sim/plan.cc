@@ -6,7 +6,7 @@
 #include <limits>
 #include <numeric>
 
-#include "hetrain/alloc/adaptive.h"
+#include "hetrain/alloc/device_cost.h"
 #include "hetrain/common/error.h"
 #include "hetrain/data/cursor.h"
 #include "hetrain/sim/network_cost.h"

@@ -40,7 +40,7 @@ struct PlanResult {
 // is required. Terms: a candidate uses some machines of each group (see
 // kMaxCandidates). Its
 // step time is the steady state of the adaptive policy: the makespan of
-// solve_split (the policy's own water-filling, alloc/adaptive.h) over the
+// solve_split (the policy's own water-filling, alloc/solver.h) over the
 // machines' true models, plus the ring allreduce of network_cost.h for its
 // worker count, plus the step overhead. Time = steps x step time, the short
 // last batch of each epoch counted as a full one; cost = time x the

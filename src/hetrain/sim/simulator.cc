@@ -7,14 +7,21 @@
 #include <memory>
 #include <random>
 
-#include "hetrain/alloc/hosts.h"
 #include "hetrain/alloc/policy.h"
 #include "hetrain/common/error.h"
 #include "hetrain/data/cursor.h"
 #include "hetrain/sim/network_cost.h"
+#include "hetrain/sim/noise.h"
+#include "hetrain/sim/oracle.h"
+#include "hetrain/sim/world.h"
 
 namespace hetrain::sim {
 namespace {
+
+// The policy that is no policy: the world's own solver with the true mean
+// costs (oracle.h), for comparison.
+constexpr const char* kOracle = "oracle";
+constexpr std::size_t kNever = static_cast<std::size_t>(-1);
 
 // The cluster as it stands at some step: groups with their current counts
 // and speeds; ranks are numbered group by group.
@@ -22,10 +29,12 @@ struct World {
   std::vector<WorkerGroup> groups;
   std::vector<double> group_share;  // static shares, per group
   std::vector<std::size_t> rank_group;
+  std::vector<std::vector<std::size_t>> machine_ranks;  // per machine, its ranks
 
-  void renumber() {
+  void renumber(const Cluster& c) {
     rank_group.clear();
     for (std::size_t g = 0; g < groups.size(); ++g) rank_group.insert(rank_group.end(), groups[g].count, g);
+    machine_ranks = ranks_by_machine(c, groups, rank_group);
   }
 };
 
@@ -61,9 +70,6 @@ std::vector<alloc::WorkerModel> carry_models(const std::vector<alloc::WorkerMode
   return known;
 }
 
-// A worker on a machine: the CPUs it can use at once (its threads, its quota).
-double cpu_cap(const WorkerGroup& g) { return g.quota > 0.0 ? std::min(g.threads, g.quota) : g.threads; }
-
 // Which workers share a machine's cores, as the trainer reports it.
 alloc::Placement placement_of(const World& w, const Cluster& c) {
   alloc::Placement p;
@@ -93,11 +99,17 @@ std::unique_ptr<alloc::Policy> make_world_policy(const World& w, const Cluster& 
   return alloc::make_policy(pc);
 }
 
-void apply(const Event& e, World& w) {
+void apply(const Event& e, const Cluster& c, World& w) {
   WorkerGroup& g = w.groups[e.group];
   switch (e.kind) {
     case EventKind::kSpeed:
-      g.speed = e.speed;
+      if (e.factor > 0.0) {
+        const std::size_t count = g.count;
+        g = scaled(c.groups[e.group], e.factor);
+        g.count = count;
+      } else {
+        g.speed = e.speed;
+      }
       break;
     case EventKind::kJoin:
       g.count += e.count;
@@ -123,9 +135,9 @@ class Run {
 
  private:
   void apply_events(std::size_t total);
-  std::vector<std::size_t> slice(std::size_t batch) const;
+  void start_world();
+  std::vector<std::size_t> slice(std::size_t total, std::size_t batch);
   std::vector<double> compute(const std::vector<std::size_t>& split);
-  std::vector<double> cpu_;  // the last compute's CPU-seconds per rank (its work)
   double reduce();
   void observe(const std::vector<std::size_t>& split, const std::vector<double>& seconds);
   void record(const std::vector<std::size_t>& split, const StepTrace& t);
@@ -134,19 +146,23 @@ class Run {
   const Cluster& c_;
   const SimOptions& o_;
   World w_;
-  std::unique_ptr<alloc::Policy> policy_;
-  double allreduce_ = 0.0;      // seconds, noise-free, for the current world
-  double previous_step_ = 0.0;  // seconds of the step before (0: none in this world)
-  std::mt19937_64 rng_;
-  std::normal_distribution<double> normal_{0.0, 1.0};
+  std::unique_ptr<alloc::Policy> policy_;  // null for the oracle
+  std::vector<std::size_t> oracle_;        // the oracle's split, for oracle_batch_ samples
+  std::size_t oracle_batch_ = 0;           // 0: to be solved (the world changed)
+  std::size_t oracle_due_ = kNever;        // step at which a late oracle learns of a change of speed
+  double allreduce_ = 0.0;                 // seconds, noise-free, for the current world
+  double previous_step_ = 0.0;             // seconds of the step before (0: none in this world)
+  NoiseStreams noise_;
+  std::vector<WorkCost> cost_;  // the last compute's per-rank costs, noise included
+  std::vector<double> cpu_, wait_;
   std::size_t next_event_ = 0;
   double busy_sum_ = 0.0, capacity_sum_ = 0.0;
   SimResult res_;
 };
 
-Run::Run(const Cluster& c, const SimOptions& o) : c_(c), o_(o), rng_(c.seed) {
+Run::Run(const Cluster& c, const SimOptions& o) : c_(c), o_(o), noise_(c.seed) {
   w_.groups = c.groups;
-  w_.renumber();
+  w_.renumber(c);
   w_.group_share.assign(w_.groups.size(), 0.0);
   if (!o.shares.empty()) {
     if (o.shares.size() != w_.rank_group.size()) {
@@ -157,79 +173,97 @@ Run::Run(const Cluster& c, const SimOptions& o) : c_(c), o_(o), rng_(c.seed) {
       w_.group_share[g] = w_.groups[g].speed;  // empty groups
     for (std::size_t r = w_.rank_group.size(); r-- > 0;) w_.group_share[w_.rank_group[r]] = o.shares[r];
   }
-  policy_ = make_world_policy(w_, c, o);
-  allreduce_ = allreduce_seconds(c.network, w_.rank_group.size(), c.gradient_bytes);
+  if (o.policy != kOracle) policy_ = make_world_policy(w_, c, o);
+  start_world();
   res_.policy = o.policy;
   for (const auto& g : c.groups) res_.group_names.push_back(g.name);
 }
 
-void Run::apply_events(std::size_t total) {
-  bool world_changed = false;
-  for (; next_event_ < c_.events.size() && c_.events[next_event_].step <= total; ++next_event_) {
-    const Event& e = c_.events[next_event_];
-    apply(e, w_);
-    world_changed = world_changed || e.kind != EventKind::kSpeed;
-  }
-  if (!world_changed) return;
-  const std::vector<std::size_t> old_rank_group = w_.rank_group;
-  w_.renumber();
-  if (w_.rank_group.empty()) throw UsageError(fmt::format("no workers left at step {}", total));
-  add_stats();
-  policy_ = make_world_policy(w_, c_, o_, carry_models(policy_->learned(), old_rank_group, w_.rank_group));
+// What every change of membership resets: the allreduce's price, the noise
+// processes (the ranks are renumbered), the oracle's split.
+void Run::start_world() {
   allreduce_ = allreduce_seconds(c_.network, w_.rank_group.size(), c_.gradient_bytes);
-  previous_step_ = 0.0;  // a resumed run has no step before its first
+  noise_.reset(w_.rank_group.size());
+  oracle_batch_ = 0;
 }
 
-std::vector<std::size_t> Run::slice(std::size_t batch) const {
+void Run::apply_events(std::size_t total) {
+  bool world_changed = false, events = false;
+  for (; next_event_ < c_.events.size() && c_.events[next_event_].step <= total; ++next_event_) {
+    const Event& e = c_.events[next_event_];
+    apply(e, c_, w_);
+    events = true;
+    world_changed = world_changed || e.kind != EventKind::kSpeed;
+  }
+  if (events) oracle_due_ = total + o_.oracle_lag;  // the true costs changed
+  if (!world_changed) return;
+  const std::vector<std::size_t> old_rank_group = w_.rank_group;
+  w_.renumber(c_);
+  if (w_.rank_group.empty()) throw UsageError(fmt::format("no workers left at step {}", total));
+  start_world();
+  previous_step_ = 0.0;  // a resumed run has no step before its first
+  if (!policy_) return;
+  add_stats();
+  policy_ = make_world_policy(w_, c_, o_, carry_models(policy_->learned(), old_rank_group, w_.rank_group));
+}
+
+std::vector<std::size_t> Run::slice(std::size_t total, std::size_t batch) {
+  if (!policy_) {  // the oracle, solved again when the world (or, late, its speeds) or the batch changes
+    if (total >= oracle_due_) {
+      oracle_batch_ = 0;
+      oracle_due_ = kNever;
+    }
+    if (oracle_batch_ != batch) {
+      oracle_ = oracle_split({&c_, &w_.groups, &w_.rank_group}, batch, bounds_of(w_.groups).max_local);
+      oracle_batch_ = batch;
+    }
+    return oracle_;
+  }
   std::vector<std::size_t> split = policy_->split();
   if (batch != c_.global_batch) split = alloc::scale_split(split, batch, bounds_of(w_.groups).max_local);
   return split;
 }
 
+// Each worker's cost (world.h) times its noise this step, its CPU work shared
+// on its machine (processor sharing), then its time off the CPU.
 std::vector<double> Run::compute(const std::vector<std::size_t>& split) {
   const std::size_t n = split.size();
-  std::vector<double> seconds(n, 0.0);
+  cost_.assign(n, WorkCost{});
+  cpu_.resize(n);
+  wait_.resize(n);
   for (std::size_t r = 0; r < n; ++r) {
-    const WorkerGroup& g = w_.groups[w_.rank_group[r]];
-    if (split[r] == 0) continue;
-    seconds[r] = g.overhead + static_cast<double>(split[r]) / g.speed;
-    if (g.noise > 0.0) seconds[r] = std::max(0.0, seconds[r] * (1.0 + g.noise * normal_(rng_)));
-  }
-  cpu_ = seconds;
-  // On a machine that work is CPU-seconds, done in the time its share of
-  // the cores allows.
-  for (std::size_t m = 0; m < c_.machines.size(); ++m) {
-    std::vector<std::size_t> ranks;
-    std::vector<double> work, cap;
-    for (std::size_t r = 0; r < n; ++r) {
+    if (split[r] > 0) {
       const WorkerGroup& g = w_.groups[w_.rank_group[r]];
-      if (g.machine != m) continue;
-      ranks.push_back(r);
-      work.push_back(seconds[r]);
-      cap.push_back(cpu_cap(g));
+      const double m = noise_.draw(r, g);
+      cost_[r] = cost_of(g, split[r]);
+      cost_[r].cpu *= m;
+      cost_[r].device *= m;
     }
-    const std::vector<double> finish = alloc::share_cores(work, cap, c_.machines[m].cores);
-    for (std::size_t k = 0; k < ranks.size(); ++k) seconds[ranks[k]] = finish[k];
+    cpu_[r] = cost_[r].cpu;
+    wait_[r] = cost_[r].device;
   }
-  return seconds;
+  return finish_times(c_, w_.groups, w_.rank_group, w_.machine_ranks, cost_);
 }
 
-double Run::reduce() {
-  if (c_.network.noise <= 0.0) return allreduce_;
-  return std::max(0.0, allreduce_ * (1.0 + c_.network.noise * normal_(rng_)));
-}
+double Run::reduce() { return allreduce_ * noise_.independent_normal(c_.network.noise); }
 
 void Run::observe(const std::vector<std::size_t>& split, const std::vector<double>& seconds) {
   // The trainer's telemetry rides in the float32 gradient buffer: the
   // policy sees each time rounded to float, and so it does here.
   auto as_float = [](double x) { return static_cast<double>(static_cast<float>(x)); };
+  auto floats = [&](const std::vector<double>& x) {
+    std::vector<double> out(x.size());
+    std::transform(x.begin(), x.end(), out.begin(), as_float);
+    return out;
+  };
   alloc::Observation obs;
   obs.local_batch = split;
-  for (const double s : seconds) obs.compute_seconds.push_back(as_float(s));
+  obs.compute_seconds = floats(seconds);
   obs.previous_step_seconds = as_float(previous_step_);
-  for (const double s : cpu_) obs.cpu_seconds.push_back(as_float(s));
+  obs.cpu_seconds = floats(cpu_);
+  obs.wait_seconds = floats(wait_);
   if (o_.on_observe) o_.on_observe(obs);
-  policy_->observe(obs);
+  if (policy_) policy_->observe(obs);
 }
 
 void Run::record(const std::vector<std::size_t>& split, const StepTrace& t) {
@@ -247,7 +281,7 @@ void Run::record(const std::vector<std::size_t>& split, const StepTrace& t) {
 
 void Run::step(std::size_t total, std::size_t batch) {
   apply_events(total);
-  const std::vector<std::size_t> split = slice(batch);
+  const std::vector<std::size_t> split = slice(total, batch);
   const std::vector<double> seconds = compute(split);
   StepTrace t;
   t.workers = split.size();
@@ -264,6 +298,7 @@ void Run::step(std::size_t total, std::size_t batch) {
 }
 
 void Run::add_stats() {
+  if (!policy_) return;
   const alloc::PolicyStats s = policy_->stats();
   res_.moves += s.moves;
   res_.reverts += s.reverts;

@@ -1,5 +1,6 @@
-// The simulator: the real allocation policies (alloc/) driven by modelled
-// compute times (independent devices, or workers sharing a machine's cores),
+// The simulator: the real allocation policies (alloc/policy.h) driven by a
+// world of its own (world.h, noise.h: independent devices, or workers sharing
+// a machine's cores),
 // and the real ring schedule (comm/ring_plan.h) under an alpha-beta cost
 // model. Plain C++, deterministic for a given seed.
 #pragma once
@@ -9,14 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "hetrain/alloc/hosts.h"
 #include "hetrain/alloc/policy.h"
 #include "hetrain/sim/cluster.h"
 
 namespace hetrain::sim {
 
 struct SimOptions {
-  std::string policy = "adaptive";  // equal | static | adaptive
+  // equal | static | adaptive (alloc/policy.h, the policies under test), or
+  // oracle: the world's own solver with every worker's true mean cost (oracle.h)
+  std::string policy = "adaptive";
   // static: relative shares, one per worker of the starting cluster (a worker
   // that joins later takes its group's first share); empty = profile first.
   std::vector<double> shares;
@@ -24,6 +26,9 @@ struct SimOptions {
   std::size_t steps = 0;       // stop after this many steps (0: no limit, needs epochs)
   std::size_t epochs = 0;      // 0: `steps` full global batches; else needs dataset_samples
   bool record_splits = false;  // keep every step's per-worker split (workers x steps numbers)
+  // oracle: steps it takes to learn of a change of speed (0: at once); a
+  // change of membership it always sees at once (its split must fit).
+  std::size_t oracle_lag = 0;
   // Called with every observation the policy gets (tests, tracing).
   std::function<void(const alloc::Observation&)> on_observe;
 };
@@ -59,20 +64,18 @@ struct SimResult {
 //     it learned of the workers that stay (PolicyConfig::known), and the
 //     allreduce is re-priced;
 //  2. slice: the policy's split, or scale_split of it for a short last batch;
-//  3. compute: each worker's compute seconds from its group's model
-//     (cluster.h), the workers of a machine sharing its cores (share_cores);
+//  3. compute: each worker's cost (world.h) times its noise (noise.h), the
+//     workers of a machine sharing its cores by processor sharing (world.h);
 //  4. reduce: the allreduce, priced once per world, times its noise;
 //  5. observe: the policy sees exactly what the trainer feeds it: the split,
-//     every worker's compute seconds and the whole step before this one
-//     (0 at a world's first step), rounded to float as they are when they
-//     ride in the gradient buffer.
+//     every worker's compute seconds, CPU-seconds and seconds off the CPU, and
+//     the whole step before this one (0 at a world's first step), rounded to
+//     float as they are when they ride in the gradient buffer.
+// Nothing of the world (costs, noise, sharing, the oracle) comes from alloc/:
+// it judges the policies, so it is built from none of their assumptions.
 // A step lasts max compute + allreduce + step_overhead.
 // Throws UsageError for options that cannot run (unknown policy, shares of the
 // wrong count, B smaller than the workers, an event that empties the cluster).
 SimResult simulate(const Cluster& cluster, const SimOptions& options);
-
-// Processor sharing on one machine (alloc/hosts.h): the simulator's model of
-// workers sharing cores is the one the adaptive policy plans with.
-using alloc::share_cores;
 
 }  // namespace hetrain::sim

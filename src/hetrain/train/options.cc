@@ -42,18 +42,19 @@ void validate_model(const std::string& model) {
 namespace {
 // Policy, shares, local-batch bounds and emulation, for n workers.
 void validate_allocation(const TrainOptions& o, std::size_t n) {
-  if (o.policy != "equal" && o.policy != "static" && o.policy != "adaptive") {
-    throw UsageError(fmt::format("unknown policy '{}' (expected equal, static or adaptive)", o.policy));
+  const alloc::AllocOptions& a = o.alloc;
+  if (a.name != "equal" && a.name != "static" && a.name != "adaptive") {
+    throw UsageError(fmt::format("unknown policy '{}' (expected equal, static or adaptive)", a.name));
   }
-  if (o.policy == "static" && !o.shares.empty() && o.shares.size() != n) {
+  if (a.name == "static" && !a.shares.empty() && a.shares.size() != n) {
     throw UsageError(
         fmt::format("--policy static needs --shares with one value per worker: got {} for {} workers",
-                    o.shares.size(), n));
+                    a.shares.size(), n));
   }
-  if (o.policy != "static" && !o.shares.empty()) {
+  if (a.name != "static" && !a.shares.empty()) {
     throw UsageError("--shares applies only to --policy static");
   }
-  for (double s : o.shares) {
+  for (double s : a.shares) {
     if (!(s > 0.0) || !std::isfinite(s))
       throw UsageError(fmt::format("--shares values must be > 0, got {}", s));
   }
@@ -72,17 +73,18 @@ void validate_allocation(const TrainOptions& o, std::size_t n) {
   if (!(o.sample_cost_ms >= 0.0) || !std::isfinite(o.sample_cost_ms)) {
     throw UsageError(fmt::format("--sample-cost-ms must be >= 0, got {}", o.sample_cost_ms));
   }
-  if (o.max_local_batch != 0 && o.min_local_batch > o.max_local_batch) {
-    throw UsageError(fmt::format("--min-local-batch {} exceeds --max-local-batch {}", o.min_local_batch,
-                                 o.max_local_batch));
+  const std::size_t lo = a.bounds.min_local, hi = a.bounds.max_local;
+  const bool capped = hi != alloc::Bounds{}.max_local;
+  if (capped && lo > hi) {
+    throw UsageError(fmt::format("--min-local-batch {} exceeds --max-local-batch {}", lo, hi));
   }
-  if (o.min_local_batch * n > o.global_batch) {
-    throw UsageError(fmt::format("{} workers x --min-local-batch {} exceed the global batch {}", n,
-                                 o.min_local_batch, o.global_batch));
+  if (lo * n > o.global_batch) {
+    throw UsageError(
+        fmt::format("{} workers x --min-local-batch {} exceed the global batch {}", n, lo, o.global_batch));
   }
-  if (o.max_local_batch != 0 && o.max_local_batch * n < o.global_batch) {
-    throw UsageError(fmt::format("{} workers x --max-local-batch {} cannot hold the global batch {}", n,
-                                 o.max_local_batch, o.global_batch));
+  if (capped && hi * n < o.global_batch) {
+    throw UsageError(
+        fmt::format("{} workers x --max-local-batch {} cannot hold the global batch {}", n, hi, o.global_batch));
   }
 }
 
@@ -171,7 +173,7 @@ constexpr std::size_t count_fields() {
 // serialize() below names this many fields. A field added to SharedOptions
 // without being serialized would escape the cross-rank check: this fails
 // the build instead.
-constexpr std::size_t kSerializedSharedFields = 32;
+constexpr std::size_t kSerializedSharedFields = 28;
 static_assert(count_fields<SharedOptions>() == kSerializedSharedFields,
               "a field was added to (or removed from) SharedOptions: serialize it in serialize() below");
 
@@ -180,15 +182,19 @@ static_assert(count_fields<SharedOptions>() == kSerializedSharedFields,
 std::string serialize(const SharedOptions& o) {
   nlohmann::json slowdowns = nlohmann::json::array();
   for (const auto& c : o.slowdowns) slowdowns.push_back({c.rank, c.step, c.speed});
+  // The placement is discovered, not chosen; the cap is 0 for none, as the flag.
+  const std::size_t max_local =
+      o.alloc.bounds.max_local == alloc::Bounds{}.max_local ? 0 : o.alloc.bounds.max_local;
   const nlohmann::json doc = {
       {"model", o.model}, {"optimizer", o.optimizer}, {"lr", o.lr}, {"momentum", o.momentum},
       {"lr_schedule", o.lr_schedule}, {"epochs", o.epochs}, {"global_batch", o.global_batch},
       {"max_steps", o.max_steps}, {"seed", o.seed}, {"data", o.data}, {"train_images", o.train_images},
       {"train_labels", o.train_labels}, {"test_images", o.test_images}, {"test_labels", o.test_labels},
       {"synthetic_train", o.synthetic_train}, {"synthetic_test", o.synthetic_test}, {"loss", o.loss},
-      {"eval_every", o.eval_every}, {"policy", o.policy},
-      {"shares", o.shares}, {"profile_steps", o.profile_steps}, {"min_local_batch", o.min_local_batch},
-      {"max_local_batch", o.max_local_batch}, {"speeds", o.speeds}, {"slowdowns", slowdowns},
+      {"eval_every", o.eval_every}, {"policy", o.alloc.name},
+      {"shares", o.alloc.shares}, {"profile_steps", o.alloc.profile_steps},
+      {"min_local_batch", o.alloc.bounds.min_local}, {"max_local_batch", max_local},
+      {"speeds", o.speeds}, {"slowdowns", slowdowns},
       {"sample_cost_ms", o.sample_cost_ms}, {"allreduce", o.allreduce}, {"bucket_mb", o.bucket_mb},
       {"overlap", o.overlap}, {"checkpoint_dir", o.checkpoint_dir}, {"checkpoint_every", o.checkpoint_every},
       {"resume_dir", o.resume_dir}};

@@ -52,12 +52,9 @@ struct SharedOptions {
   // for curves of the metric against wall-clock time.
   std::size_t eval_every = 0;
 
-  // Allocation.
-  std::string policy = "equal";  // equal | static | adaptive
-  std::vector<double> shares;    // static: one per worker; empty = profile first
-  std::size_t profile_steps = alloc::kDefaultProfileSteps;  // static without --shares: steps measured first
-  std::size_t min_local_batch = 0;
-  std::size_t max_local_batch = 0;  // 0 = no cap
+  // Allocation: policy, shares, profile steps, local-batch bounds (one value,
+  // handed to the policy as is; the placement is discovered at the start).
+  alloc::AllocOptions alloc;
 
   // Heterogeneity emulation: worker i sleeps c*(1/s_i - 1) after computing
   // (c: the host's real compute; emulated device time is divided by s_i).

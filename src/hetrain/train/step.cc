@@ -82,7 +82,7 @@ StepPlan StepRunner::slice(std::size_t epoch, std::size_t step, std::size_t glob
   plan.global_step = global_step;
   plan.batch = data::step_batch(permutation.size(), global_batch, step);
   plan.first = step * global_batch;
-  const std::size_t max_local = options_.max_local_batch != 0 ? options_.max_local_batch : alloc::Bounds{}.max_local;
+  const std::size_t max_local = options_.alloc.bounds.max_local;
   plan.split = plan.batch == global_batch ? policy_.split() : alloc::scale_split(policy_.split(), plan.batch, max_local);
   plan.slice = data::slice_of(plan.split, rank_);
   plan.rows = permutation.subspan(plan.first + plan.slice.begin, plan.slice.count);

@@ -69,16 +69,7 @@ DataSet borrow(const data::DataSplit& split, const TrainOptions& o) {
 
 alloc::PolicyConfig policy_config(const TrainOptions& o, std::size_t workers,
                                   const std::vector<alloc::WorkerModel>& known) {
-  alloc::PolicyConfig pc;
-  pc.name = o.policy;
-  pc.shares = o.shares;
-  pc.profile_steps = o.profile_steps;
-  pc.workers = workers;
-  pc.global_batch = o.global_batch;
-  pc.bounds.min_local = o.min_local_batch;
-  if (o.max_local_batch != 0) pc.bounds.max_local = o.max_local_batch;
-  pc.known = known;
-  return pc;
+  return alloc::PolicyConfig{o.alloc, workers, o.global_batch, known};
 }
 
 // The metrics' description of the run, before any step.
@@ -87,7 +78,7 @@ record::RunMetrics run_header(const TrainOptions& o, int world_size, const Check
   record::RunMetrics m;
   m.world_size = world_size;
   m.model = o.model;
-  m.policy = o.policy;
+  m.policy = o.alloc.name;
   m.allreduce = o.allreduce;
   m.data = data.name;
   m.loss = loss_name(loss);
@@ -162,7 +153,7 @@ Training::Training(const TrainOptions& o, const DataSet& data, comm::Group& grou
   total_steps_ = cursor_.total_steps;
   const auto n = static_cast<std::size_t>(group.size());
   alloc::PolicyConfig pc = policy_config(o, n, cursor_.workers);
-  if (o.policy != "equal") pc.placement = discover_placement(group, torch::get_num_threads());
+  if (o.alloc.name != "equal") pc.placement = discover_placement(group, torch::get_num_threads());
   policy_ = alloc::make_policy(pc);
   runner_ = std::make_unique<StepRunner>(o, model, *optimizer_, group, *policy_, planned_steps_, loss_);
   result_.metrics = run_header(o, group.size(), cursor_, data, loss_);

@@ -1,0 +1,106 @@
+// The Estimator: per worker, what one step of b samples costs it, with how
+// well that is known. Each quantity (compute seconds, CPU-seconds, seconds off
+// the CPU) is a line q(b) = a + c b tracked by a two-state Kalman filter:
+// - the level of the line is a random walk (AdaptiveTuning::speed_drift per
+//   step), so the estimate forgets and its uncertainty grows while the worker
+//   is not observed (an idle worker is then probed: proposer.h);
+// - residuals are standardized by the prediction's own uncertainty and clipped
+//   at clip_sigmas (a spike moves the estimate no more than a 3-sigma draw);
+// - a two-sided CUSUM on those residuals detects a change either way (a
+//   slowdown or a recovery), also from the sparse samples of an idle worker;
+//   on an alarm the line restarts from the sample that raised it.
+// Plain arithmetic, O(1) per sample.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "hetrain/alloc/tuning.h"
+
+namespace hetrain::alloc {
+
+// Two-sided CUSUM of standardized residuals (also used on step times).
+class Cusum {
+ public:
+  // Adds residual z (standard deviations, already clipped); true on an alarm
+  // (the sums restart).
+  bool add(double z, const AdaptiveTuning& t);
+  void clear() { up_ = down_ = 0.0; }
+
+ private:
+  double up_ = 0.0, down_ = 0.0;
+};
+
+// One quantity of one worker: q(b) = a + c b, seconds.
+class LineEstimate {
+ public:
+  bool known() const { return known_; }
+  double overhead() const { return a_; }
+  double per_sample() const { return c_; }
+  double predict(double b) const { return a_ + c_ * b; }
+  // Relative standard error of predict(b) (how well the line is known there).
+  double error(double b) const;
+  // Relative standard error of the level where the line was last measured:
+  // what one more sample there would tell (it grows while unobserved).
+  double level_error() const { return error(last_batch_); }
+  // Relative standard deviation of one measurement around the line.
+  double noise() const { return noise_; }
+  std::size_t samples() const { return samples_; }
+  std::size_t changes() const { return changes_; }
+
+  // One step passes: the level's uncertainty grows by the speed drift.
+  void drift(const AdaptiveTuning& t);
+  // A measurement q of b > 0 samples; returns true on a detected change.
+  bool observe(double b, double q, const AdaptiveTuning& t);
+  // Starts from a known line (a resumed run), as if measured at b.
+  void seed(double overhead, double per_sample, double b, const AdaptiveTuning& t);
+
+ private:
+  void start(double b, double q, const AdaptiveTuning& t);
+  void update(double b, double q, const AdaptiveTuning& t);
+  void project(double b);
+  bool known_ = false;
+  double a_ = 0.0, c_ = 0.0;                 // the line
+  double paa_ = 0.0, pac_ = 0.0, pcc_ = 0.0;  // its covariance
+  double noise_ = 0.0;                        // relative noise (standard deviation)
+  double last_batch_ = 1.0;                   // the batch of the last sample
+  std::size_t samples_ = 0, changes_ = 0;
+  Cusum cusum_;
+};
+
+// What a step tells about one worker.
+struct WorkerSample {
+  double batch = 0.0;
+  double compute = 0.0;  // seconds
+  double cpu = -1.0;     // CPU-seconds (< 0: not measured)
+  double wait = -1.0;    // seconds off the CPU (< 0: not measured)
+};
+
+// Every worker's three lines.
+class Estimator {
+ public:
+  // `on_cpu`, by rank (empty: none): workers sharing a host's cores, whose
+  // compute time depends on their neighbours' batches; their changes are
+  // seen in their CPU-seconds and time off the CPU instead.
+  Estimator(std::size_t workers, AdaptiveTuning tuning, std::vector<bool> on_cpu = {});
+  std::size_t workers() const { return wall_.size(); }
+  const LineEstimate& wall(std::size_t i) const { return wall_[i]; }
+  const LineEstimate& cpu(std::size_t i) const { return cpu_[i]; }
+  const LineEstimate& wait(std::size_t i) const { return wait_[i]; }
+  // One step: every worker drifts, those with samples are updated. Returns
+  // true when some worker's compute time changed (a detected change).
+  bool observe(const std::vector<WorkerSample>& samples);
+  // Starts worker i from a saved model (overhead seconds, samples/second).
+  void seed(std::size_t i, double overhead, double speed, double batch);
+  // Every worker has a compute line.
+  bool all_known() const;
+  const AdaptiveTuning& tuning() const { return tuning_; }
+
+ private:
+  bool observe_wait(std::size_t i, const WorkerSample& s);
+  AdaptiveTuning tuning_;
+  std::vector<LineEstimate> wall_, cpu_, wait_;
+  std::vector<bool> on_cpu_;
+};
+
+}  // namespace hetrain::alloc

@@ -1,0 +1,151 @@
+#include "hetrain/alloc/proposer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "hetrain/alloc/device_cost.h"
+#include "hetrain/alloc/hosts.h"
+
+namespace hetrain::alloc {
+namespace {
+
+// The fewest seconds a planned time may be scaled to by optimism (a tenth):
+// an idle worker is never planned as free.
+constexpr double kMinOptimism = 0.1;
+
+HostUnit& operator+=(HostUnit& a, const HostUnit& b) {
+  a.cpu_overhead += b.cpu_overhead, a.cpu_per_sample += b.cpu_per_sample;
+  a.wait_overhead += b.wait_overhead, a.wait_per_sample += b.wait_per_sample;
+  a.wall_overhead += b.wall_overhead, a.wall_per_sample += b.wall_per_sample;
+  return a;
+}
+
+HostUnit scaled(HostUnit u, double f) {
+  u.cpu_overhead *= f, u.cpu_per_sample *= f, u.wait_overhead *= f, u.wait_per_sample *= f;
+  u.wall_overhead *= f, u.wall_per_sample *= f;
+  return u;
+}
+
+}  // namespace
+
+// Blom's approximation below 9, the extreme-value expansion above: a noise
+// model's number, not a tuned one.
+double expected_max_normal(std::size_t n) {
+  static constexpr double kSmall[] = {0.0, 0.0, 0.5642, 0.8463, 1.0294, 1.1630, 1.2672, 1.3522, 1.4236};
+  if (n < std::size(kSmall)) return kSmall[n];
+  const double l = std::sqrt(2.0 * std::log(static_cast<double>(n)));
+  constexpr double kEuler = 0.5772156649;
+  return l - (std::log(std::log(static_cast<double>(n))) + std::log(4.0 * M_PI)) / (2.0 * l) + kEuler / l;
+}
+
+Proposer::Proposer(std::size_t global_batch, Bounds bounds, Placement placement, AdaptiveTuning tuning)
+    : global_batch_(global_batch),
+      bounds_(bounds),
+      placement_(std::move(placement)),
+      tuning_(tuning),
+      hosts_(placement_.oversubscribed()),
+      grouper_(tuning),
+      tiers_(tuning) {}
+
+bool Proposer::on_cpu(std::size_t i) const { return hosts_ && placement_.host[i] != kNoHost; }
+
+std::vector<bool> Proposer::on_cpu() const {
+  std::vector<bool> out(placement_.host.size(), false);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = on_cpu(i);
+  return out;
+}
+
+struct Proposer::Plan {
+  std::vector<HostUnit> line;  // by worker, noise margin and optimism applied
+  std::vector<GroupKey> key;
+  std::vector<GroupKey> cpu_key;  // CPU-seconds per sample on a host (tiers)
+  double error = 0.0;
+};
+
+Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>& incumbent) const {
+  const std::size_t n = e.workers();
+  const double typical = std::max(1.0, static_cast<double>(global_batch_) / static_cast<double>(n));
+  const double margin = expected_max_normal(2);
+  Plan p;
+  p.line.resize(n), p.key.resize(n), p.cpu_key.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const LineEstimate& w = e.wall(i);
+    const bool cpu = on_cpu(i) && e.cpu(i).known();
+    HostUnit& u = p.line[i];
+    const LineEstimate& main = cpu ? e.cpu(i) : w;
+    if (cpu) {
+      u.host = placement_.host[i], u.cpus = placement_.cpus[i];
+      u.cpu_overhead = main.overhead(), u.cpu_per_sample = main.per_sample();
+      if (e.wait(i).known()) u.wait_overhead = e.wait(i).overhead(), u.wait_per_sample = e.wait(i).per_sample();
+    } else {
+      u.wall_overhead = w.overhead(), u.wall_per_sample = w.per_sample();
+    }
+    // Compared where the worker runs (an idle one at the typical batch): away
+    // from its samples a line extrapolates with an error that makes everyone alike.
+    const double at = incumbent[i] > 0 ? static_cast<double>(incumbent[i]) : typical;
+    const double t = cpu ? u.cpu(at) / u.cpus + u.wait(at) : u.wall_overhead + at * u.wall_per_sample;
+    // The noise margin and the optimism scale the plan, not the key: noise
+    // estimates of identical workers differ, their means do not.
+    // A host worker's time is its CPU and its time off the CPU: the less known of the two.
+    const bool waits = cpu && e.wait(i).known();
+    const double err = waits ? std::max(main.error(at), e.wait(i).error(at)) : main.error(at);
+    const double level = waits ? std::max(main.level_error(), e.wait(i).level_error()) : main.level_error();
+    double f = 1.0 + margin * w.noise();
+    if (incumbent[i] == 0) f *= std::max(kMinOptimism, 1.0 - tuning_.explore_sigmas * level);
+    u = scaled(u, f);
+    const std::size_t klass =
+        cpu ? (u.host + 1) + (static_cast<std::size_t>(std::llround(u.cpus * 1000.0)) << 32) : 0;
+    p.key[i] = {std::max(t / at, 1e-15), err, klass};
+    // The resource a saturated host rations is its CPU: tiers compare that
+    // alone, on the same host whatever the CPUs.
+    p.cpu_key[i] = {cpu ? std::max(u.cpu(at) / (f * at), 1e-15) : 1.0, cpu ? main.error(at) : 0.0,
+                    cpu ? u.host + 1 : 0};
+    if (incumbent[i] > 0) p.error = std::max(p.error, err);
+  }
+  return p;
+}
+
+std::unique_ptr<StepCostModel> Proposer::model(const Plan& p, const std::vector<std::size_t>& unit_of,
+                                               const std::vector<std::size_t>& tier_of) const {
+  const std::size_t units = unit_of.empty() ? 0 : *std::max_element(unit_of.begin(), unit_of.end()) + 1;
+  std::vector<HostUnit> pooled(units);
+  std::vector<double> members(units, 0.0);
+  for (std::size_t i = 0; i < unit_of.size(); ++i) {
+    HostUnit& u = pooled[unit_of[i]];
+    if (members[unit_of[i]] == 0.0) {
+      u.host = p.line[i].host, u.cpus = p.line[i].cpus;
+      if (!tier_of.empty()) u.tier = tier_of[i];  // the unit's lowest rank's: its members are alike
+    }
+    u += p.line[i];
+    members[unit_of[i]] += 1.0;
+  }
+  for (std::size_t u = 0; u < units; ++u) {
+    const HostUnit one = pooled[u];
+    pooled[u] = scaled(one, 1.0 / members[u]);
+    pooled[u].host = one.host, pooled[u].cpus = one.cpus, pooled[u].tier = one.tier;
+  }
+  if (!hosts_) {
+    std::vector<DeviceUnit> lines;
+    lines.reserve(pooled.size());
+    for (const HostUnit& u : pooled) lines.push_back({u.wall_overhead, std::max(u.wall_per_sample, 1e-15)});
+    return std::make_unique<DeviceCostModel>(unit_of, std::move(lines));
+  }
+  return std::make_unique<HostCostModel>(unit_of, std::move(pooled), placement_.host_cores);
+}
+
+Proposal Proposer::propose(const Estimator& e, const std::vector<std::size_t>& incumbent) {
+  const Plan p = plan(e, incumbent);
+  const std::vector<std::size_t> unit_of = grouper_.group(p.key);
+  // Tiers: the same Grouper's alike on CPU cost alone, with its own hysteresis.
+  const std::vector<std::size_t> tier_of = hosts_ ? tiers_.group(p.cpu_key) : std::vector<std::size_t>{};
+  const std::unique_ptr<StepCostModel> m = model(p, unit_of, tier_of);
+  SolvedSplit best = solve(*m, global_batch_, bounds_);
+  Proposal out;
+  out.split = std::move(best.split);
+  out.best = best.makespan;
+  out.now = m->makespan(incumbent);
+  out.error = p.error;
+  return out;
+}
+
+}  // namespace hetrain::alloc

@@ -1,0 +1,130 @@
+#include "hetrain/alloc/trial.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hetrain::alloc {
+
+bool StepLog::add(double seconds, double rest, const AdaptiveTuning& t) {
+  const double x = std::log(seconds);
+  if (n_ == 0) {
+    mean_ = x, noise_ = t.prior_noise, rest_ = rest, n_ = 1;
+    return false;
+  }
+  const double z = std::clamp((x - mean_) / noise_, -t.clip_sigmas, t.clip_sigmas);
+  const bool shifted = cusum_.add(z, t);
+  // Forgets at the speed drift's rate, as the estimates do; the prior noise
+  // counts as one residual.
+  const double w = std::max(1.0 / static_cast<double>(n_ + 1), t.speed_drift);
+  const double r = z * noise_;
+  mean_ += w * r;
+  noise_ = std::max(t.min_noise, std::sqrt((1.0 - w) * noise_ * noise_ + w * r * r));
+  rest_ += w * (rest - rest_);
+  ++n_;
+  return shifted;
+}
+
+void TrialController::ready() {
+  if (state_ == TrialState::kWarmup) state_ = TrialState::kSteady;
+}
+
+bool TrialController::incumbent_time(double seconds, double rest) {
+  timed_ = true;
+  if (!incumbent_.add(seconds, rest, tuning_)) return false;
+  changed();
+  incumbent_.add(seconds, rest, tuning_);
+  return true;
+}
+
+double TrialController::sigma_difference() const {
+  const double sigma = incumbent_.size() > 0 ? incumbent_.noise() : tuning_.prior_noise;
+  const double m = static_cast<double>(std::max<std::size_t>(incumbent_.size(), 1));
+  return std::max(sigma, tuning_.min_noise) * std::sqrt(1.0 + 1.0 / m);
+}
+
+double TrialController::steps_to_show(double gain) const {
+  if (!(gain > 0.0) || gain >= 1.0) return gain >= 1.0 ? 1.0 : INFINITY;
+  const double g = -std::log1p(-gain), s = sigma_difference();
+  // Wald: E[n | H1] = log((1-b)/a) / E[step's log ratio | H1] = A 2 s^2 / g^2.
+  const double a = std::log((1.0 - tuning_.false_revert) / tuning_.false_keep);
+  return a * 2.0 * s * s / (g * g);
+}
+
+Action TrialController::consider(double gain, const std::vector<std::size_t>& proposal, std::size_t step) {
+  if (state_ != TrialState::kSteady || !(gain >= tuning_.min_gain) || proposal == rejected_) return Action::kNone;
+  // Where step times are reported, nothing moves before the split now running
+  // has one (else untested moves would follow each other unmeasured), except
+  // right after a change: the split then running is known to be stale.
+  if (timed_ && incumbent_.size() == 0) {
+    if (!(after_change_ && trusted_)) return Action::kNone;
+    after_change_ = false;
+    return Action::kMove;
+  }
+  after_change_ = false;
+  const bool resolvable =
+      incumbent_.size() > 0 && steps_to_show(gain) <= static_cast<double>(tuning_.max_trial_steps);
+  if (!resolvable) {
+    if (!trusted_) return Action::kNone;
+    incumbent_.clear();  // a new split: its own times from now on
+    return Action::kMove;
+  }
+  if (step < next_trial_) return Action::kNone;
+  state_ = TrialState::kTrial;
+  gain_log_ = -std::log1p(-std::min(gain, 0.999));
+  evidence_ = 0.0, judged_ = 0;
+  trial_log_.clear();
+  proposal_ = proposal;
+  started_ = step;
+  return Action::kTrial;
+}
+
+void TrialController::trial_time(double seconds, double rest) {
+  if (state_ != TrialState::kTrial) return;
+  timed_ = true;
+  trial_log_.add(seconds, rest, tuning_);
+  if (incumbent_.size() == 0) return;  // nothing to compare with: the model decides
+  if (judged_ == 0) baseline_ = incumbent_.mean();
+  const double s = sigma_difference(), g = gain_log_;
+  // Clipped beyond clip_sigmas of either hypothesis (a spike counts no more than a 3-sigma draw).
+  const double k = tuning_.clip_sigmas * s;
+  const double d = std::clamp(std::log(seconds) - baseline_, -g - k, k);
+  // log N(d; -g, s^2) - log N(d; 0, s^2)
+  evidence_ += -g * (d + 0.5 * g) / (s * s);
+  ++judged_;
+}
+
+Verdict TrialController::verdict() {
+  if (state_ != TrialState::kTrial) return Verdict::kUndecided;
+  const double keep_at = std::log((1.0 - tuning_.false_revert) / tuning_.false_keep);
+  const double revert_at = std::log(tuning_.false_revert / (1.0 - tuning_.false_keep));
+  Verdict v = Verdict::kUndecided;
+  if (evidence_ >= keep_at) v = Verdict::kKeep;
+  if (evidence_ <= revert_at) v = Verdict::kRevert;
+  if (v == Verdict::kUndecided && trial_log_.size() >= tuning_.max_trial_steps) {
+    v = judged_ == 0 || evidence_ > 0.0 ? Verdict::kKeep : Verdict::kRevert;
+  }
+  if (v == Verdict::kKeep) {
+    incumbent_ = trial_log_;
+    trusted_ = true, rejections_ = 0;
+    rejected_.clear();
+  } else if (v == Verdict::kRevert) {
+    rejected_ = proposal_;
+    trusted_ = false;
+    ++rejections_;
+    // After r reverts in a row the next trial waits max_trial_steps x 2^(r-1)
+    // from this one's start: losing trials take a shrinking share of the steps.
+    next_trial_ = started_ + (tuning_.max_trial_steps << std::min<std::size_t>(rejections_ - 1, 30));
+  }
+  if (v != Verdict::kUndecided) state_ = TrialState::kSteady;
+  return v;
+}
+
+void TrialController::changed() {
+  if (state_ == TrialState::kTrial) state_ = TrialState::kSteady;
+  after_change_ = true;
+  trusted_ = true, rejections_ = 0, next_trial_ = 0;
+  rejected_.clear();
+  incumbent_.clear();
+}
+
+}  // namespace hetrain::alloc

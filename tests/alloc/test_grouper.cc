@@ -1,0 +1,61 @@
+// The Grouper: one notion of alike, one hysteresis, never a chained spread.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "hetrain/alloc/grouper.h"
+
+namespace hetrain::alloc {
+namespace {
+
+using Units = std::vector<std::size_t>;
+const AdaptiveTuning kTuning;
+
+std::vector<GroupKey> keys(const std::vector<double>& times, double error = 0.0) {
+  std::vector<GroupKey> out;
+  for (const double t : times) out.push_back({t, error, 0});
+  return out;
+}
+
+TEST(Grouper, WithinTheToleranceIsOneUnitBeyondItIsNot) {
+  Grouper g(kTuning);
+  // 1.00 and 1.01 are alike (2%), 1.10 is not; units numbered by lowest rank.
+  EXPECT_EQ(g.group(keys({1.10, 1.00, 1.01})), (Units{0, 1, 1}));
+}
+
+TEST(Grouper, UncertainEstimatesAreAlikeFurther) {
+  Grouper g(kTuning);
+  // Errors of 5% each: 3 x 7.1% = 21% tolerance.
+  EXPECT_EQ(g.group(keys({1.0, 1.15}, 0.05)), (Units{0, 0}));
+  Grouper h(kTuning);
+  EXPECT_EQ(h.group(keys({1.0, 1.15}, 0.0)), (Units{0, 1}));
+}
+
+TEST(Grouper, AGroupHoldsUpToTwiceTheTolerance) {
+  Grouper g(kTuning);
+  EXPECT_EQ(g.group(keys({1.0, 1.01})), (Units{0, 0}));
+  EXPECT_EQ(g.group(keys({1.0, 1.03})), (Units{0, 0}));  // 3%: held
+  EXPECT_EQ(g.group(keys({1.0, 1.05})), (Units{0, 1}));  // 5%: cut
+  EXPECT_EQ(g.group(keys({1.0, 1.03})), (Units{0, 1}));  // not together last time: 3% apart is apart
+}
+
+TEST(Grouper, AContinuousSpreadIsNotChainedIntoOneGroup) {
+  Grouper g(kTuning);
+  std::vector<double> times;
+  for (int i = 0; i < 50; ++i) times.push_back(1.0 + 0.015 * i);
+  const Units u = g.group(keys(times));
+  // The spread is log(1.735) = 0.551; a group spans at most twice the
+  // tolerance (0.04) and the gaps between groups are at most 0.015, so
+  // n groups cover at most 0.055 n - 0.015: at least 11 (unchained: one).
+  EXPECT_GE(u.back(), 10u);
+}
+
+TEST(Grouper, DifferentClassesAreNeverAlike) {
+  Grouper g(kTuning);
+  std::vector<GroupKey> k = keys({1.0, 1.0, 1.0});
+  k[2].klass = 7;
+  EXPECT_EQ(g.group(k), (Units{0, 0, 1}));
+}
+
+}  // namespace
+}  // namespace hetrain::alloc
