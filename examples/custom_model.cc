@@ -72,7 +72,7 @@ int run() {
 
   ht::train::TrainOptions o;
   o.model = "tinynet";  // only a name, for the metrics
-  o.policy = "adaptive";
+  o.alloc.name = "adaptive";
   o.global_batch = 64;
   o.epochs = 3;
   if (group.size() == 2) o.speeds = {1.0, 0.5};

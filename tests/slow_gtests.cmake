@@ -2,8 +2,6 @@
 # after the discovered tests exist (TEST_INCLUDE_FILES in tests/CMakeLists.txt), so they are labelled by
 # name. CTest ignores a name that no longer exists; the test slow_labels fails on one.
 set(hetrain_slow_gtests
-  # The 1,000-cluster allocation property (about 70 s on the 2-core machine under load).
-  property.AllocationProperty.AdaptiveNeverLosesToEqualOrTrueStaticAndIdenticalWorkersMatch
 )
 foreach(name IN LISTS hetrain_slow_gtests)
   set_tests_properties("${name}" PROPERTIES LABELS slow)

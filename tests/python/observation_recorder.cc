@@ -73,7 +73,7 @@ int run(int argc, char** argv) {
   const auto n = static_cast<std::size_t>(group.size());
   ht::train::TrainOptions o;
   o.model = "mlp";
-  o.policy = "equal";
+  o.alloc.name = "equal";
   o.optimizer = "sgd";
   o.global_batch = std::stoul(argv[3]);
   o.sample_cost_ms = std::stod(argv[4]);
