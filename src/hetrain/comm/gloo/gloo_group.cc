@@ -8,8 +8,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -68,6 +73,43 @@ class GlooRequest final : public Request {
   std::chrono::milliseconds timeout_;  // the group's: a dead peer fails the wait, never hangs it
 };
 
+// c10d 1.13's TCPStore::wait can block in recv past its timeout when a peer never arrives (seen under Slurm:
+// a rank stopped while it was starting), so building the group gets a deadline of its own. Past it nothing can
+// wake the blocked thread, so the process ends here with the one line and the exit code of a CommError
+// (docs/errors.md) instead of hanging.
+class ConnectDeadline {
+ public:
+  // c10d's own timeout gets this long to fail first, with its clearer message.
+  static constexpr std::chrono::seconds kGrace{10};
+
+  ConnectDeadline(std::chrono::milliseconds timeout, int rank)
+      : thread_([this, timeout, rank] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (cv_.wait_for(lock, timeout + kGrace, [this] { return done_; })) return;
+          std::fprintf(stderr, "hetrain: error: rank %d: the Gloo group was not connected within %lld s (a peer "
+                       "never arrived)\n", rank,
+                       static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()));
+          std::fflush(stderr);
+          std::_Exit(static_cast<int>(ExitCode::kComm));
+        }) {}
+  ConnectDeadline(const ConnectDeadline&) = delete;
+  ConnectDeadline& operator=(const ConnectDeadline&) = delete;
+  ~ConnectDeadline() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
 class GlooGroup final : public GroupImpl {
  public:
   GlooGroup(c10::intrusive_ptr<c10d::Store> store, int rank, int size, std::chrono::milliseconds timeout,
@@ -78,6 +120,7 @@ class GlooGroup final : public GroupImpl {
     // One Gloo worker thread: collectives are issued one at a time and the
     // cores are better spent on compute.
     options->threads = 1;
+    const ConnectDeadline deadline(timeout, rank);
     pg_ = translate("cannot connect the Gloo process group",
                     [&] { return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options); });
   }
