@@ -66,24 +66,8 @@ void add_launch_options(CLI::App& app, LaunchOptions& l) {
       ->check(CLI::Range(0, kMaxRestarts));
 }
 
-void add_train_options(CLI::App& app, train::TrainOptions& o) {
-  app.add_option_function<std::string>(
-      "--slowdown", [&o](const std::string& v) { o.slowdowns = train::parse_slowdowns(v); },
-      "Change emulated speeds mid-run: RANK@STEP:SPEED,... (e.g. 2@200:0.25; SPEED in (0,1])");
-  app.add_option("--model", o.model,
-                 "Model: mlp | cnn | resnet | a TorchScript file *.pt (torch.jit.script(m).save)")
-      ->capture_default_str();
-  app.add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
-  app.add_option("-b,--global-batch", o.global_batch, "Global batch B, fixed whatever the split")
-      ->capture_default_str();
-  app.add_option("--max-steps", o.max_steps, "Stop after this many steps in all (0: no limit)");
-  app.add_option("--optimizer", o.optimizer, "adam | sgd")->capture_default_str();
-  app.add_option("--lr", o.lr, "Learning rate (default: 2e-3 adam, 0.05 sgd)");
-  app.add_option("--lr-schedule", o.lr_schedule, "cosine (decays to 0 over the run) | constant")
-      ->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--seed", o.seed, "Seed of the initial parameters and the data order")
-      ->capture_default_str();
+// Where the samples come from and what is learned of them.
+void add_data_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--data", o.data,
                  "fashion-mnist | synthetic | a directory of MNIST-format idx files, or of train_x.npy, "
                  "train_y.npy and optionally test_x.npy, test_y.npy")
@@ -100,6 +84,10 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
                  "Also evaluate the test set every this many steps (0: at the end of each epoch only)");
   app.add_option("--synthetic-train", o.synthetic_train, "Synthetic training samples")->capture_default_str();
   app.add_option("--synthetic-test", o.synthetic_test, "Synthetic test samples")->capture_default_str();
+}
+
+// How the batch is split, and the heterogeneity emulated on one machine.
+void add_allocation_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--policy", o.alloc.name, "Allocation: equal | static | adaptive")->capture_default_str();
   app.add_option("--shares", o.alloc.shares,
                  "static: relative shares, one per worker (e.g. 4,4,4,1); without it, static profiles first")
@@ -119,6 +107,28 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option(
       "--sample-cost-ms", o.sample_cost_ms,
       "Emulated accelerator: each step also takes b x this many ms / s_i, slept in forward and backward");
+  app.add_option_function<std::string>(
+      "--slowdown", [&o](const std::string& v) { o.slowdowns = train::parse_slowdowns(v); },
+      "Change emulated speeds mid-run: RANK@STEP:SPEED,... (e.g. 2@200:0.25; SPEED in (0,1])");
+}
+
+void add_train_options(CLI::App& app, train::TrainOptions& o) {
+  add_data_options(app, o);
+  add_allocation_options(app, o);
+  app.add_option("--model", o.model,
+                 "Model: mlp | cnn | resnet | a TorchScript file *.pt (torch.jit.script(m).save)")
+      ->capture_default_str();
+  app.add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
+  app.add_option("-b,--global-batch", o.global_batch, "Global batch B, fixed whatever the split")
+      ->capture_default_str();
+  app.add_option("--max-steps", o.max_steps, "Stop after this many steps in all (0: no limit)");
+  app.add_option("--optimizer", o.optimizer, "adam | sgd")->capture_default_str();
+  app.add_option("--lr", o.lr, "Learning rate (default: 2e-3 adam, 0.05 sgd)");
+  app.add_option("--lr-schedule", o.lr_schedule, "cosine (decays to 0 over the run) | constant")
+      ->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the initial parameters and the data order")
+      ->capture_default_str();
   app.add_option("--allreduce", o.allreduce,
                  "Gradient allreduce: auto (by message size) | gloo (c10d's) | ring | halving-doubling "
                  "(hetrain's own)")
