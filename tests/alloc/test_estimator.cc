@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "hetrain/alloc/estimator.h"
 
@@ -77,6 +78,54 @@ TEST(LineEstimate, NoiseIsMeasured) {
   LineEstimate l;
   for (int i = 0; i < 300; ++i) l.drift(kTuning), l.observe(16.0, 0.16 * (1.0 + noise(rng)), kTuning);
   EXPECT_NEAR(l.noise(), 0.05, 0.015);
+}
+
+// AR(1) noise of lag-1 correlation phi (unit-variance innovations scaled to
+// relative sd `sd`), as a multiplier of the true time.
+std::vector<double> ar_noise(double phi, double sd, int n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::vector<double> out;
+  double x = 0.0;
+  for (int i = 0; i < n; ++i) {
+    x = phi * x + std::sqrt(1.0 - phi * phi) * z(rng);
+    out.push_back(1.0 + sd * x);
+  }
+  return out;
+}
+
+TEST(LineEstimate, TheErrorItReportsCoversItsActualErrorAlsoUnderPersistentNoise) {
+  // AR(1) noise of relative sd 0.05 around a constant 0.16 s: the estimate's
+  // actual RMS error against the RMS of the error it reports. Assuming
+  // independent noise, it would claim about a third of the actual error at
+  // phi 0.8; the measured persistence widens it. Also: runs of persistent
+  // noise are not changes (the CUSUM runs on prewhitened residuals).
+  for (const double phi : {0.0, 0.5, 0.8}) {
+    LineEstimate l;
+    const std::vector<double> m = ar_noise(phi, 0.05, 3000, 3);
+    double actual = 0.0, reported = 0.0;
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      l.drift(kTuning), l.observe(16.0, 0.16 * m[i], kTuning);
+      if (i < 100) continue;
+      actual += std::pow(l.predict(16.0) / 0.16 - 1.0, 2), reported += std::pow(l.error(16.0), 2);
+    }
+    EXPECT_LT(std::sqrt(actual / reported), 1.5) << "phi " << phi;
+    EXPECT_LE(l.changes(), 3u) << "phi " << phi;  // the CUSUM's design: about one false alarm per 10^3 steps
+  }
+}
+
+TEST(LineEstimate, AChangeRestartsFromTheMedianOfItsSamplesNotFromASpike) {
+  LineEstimate l;
+  for (int i = 0; i < 40; ++i) l.drift(kTuning), l.observe(32.0, 0.32, kTuning);
+  // A 2x slowdown whose alarm is raised by a 10x spike: the new level is the
+  // slowdown's, not the spike's.
+  bool changed = false;
+  for (const double q : {0.64, 0.64, 3.2}) l.drift(kTuning), changed = l.observe(32.0, q, kTuning) || changed;
+  ASSERT_TRUE(changed);
+  EXPECT_LT(l.predict(32.0), 0.64 * 1.2);
+  EXPECT_GT(l.predict(32.0), 0.64 * 0.8);
+  // Known no better than the shift itself (a false alarm's shift is all selection).
+  EXPECT_GE(l.error(32.0), std::log(2.0) / kTuning.clip_sigmas * 0.99);
 }
 
 TEST(Estimator, ChangesOfHostWorkersAreSeenInTheirCpuSeconds) {

@@ -50,6 +50,27 @@ TEST(Grouper, AContinuousSpreadIsNotChainedIntoOneGroup) {
   EXPECT_GE(u.back(), 10u);
 }
 
+TEST(Grouper, ANoisyWorkerJoinsTheGroupItIsStatisticallyClosestTo) {
+  Grouper g(kTuning);
+  // Three precise workers near 1.0 and a precise pair near 2.0; a noisy one
+  // at 1.6 (error 0.15) is in reach of both, closer to the pair in standard errors.
+  std::vector<GroupKey> k = keys({1.0, 1.02, 0.99, 2.0, 2.02}, 0.01);
+  k.push_back({1.6, 0.15, 0});
+  const Units u = g.group(k);
+  EXPECT_EQ(u[0], u[1]);
+  EXPECT_EQ(u[3], u[4]);
+  EXPECT_NE(u[0], u[3]);
+  EXPECT_EQ(u[5], u[3]);
+}
+
+TEST(Grouper, AHeldGroupIsNotCutByNoiseWithinTwiceTheStatisticalTolerance) {
+  Grouper g(kTuning);
+  // Errors of 5%: the tolerance is 3 x 7.1% = 21%; held, 42%.
+  EXPECT_EQ(g.group(keys({1.0, 1.1}, 0.05)), (Units{0, 0}));
+  EXPECT_EQ(g.group(keys({1.0, 1.35}, 0.05)), (Units{0, 0}));  // 30%: held
+  EXPECT_EQ(g.group(keys({1.0, 1.6}, 0.05)), (Units{0, 1}));   // 47%: cut
+}
+
 TEST(Grouper, DifferentClassesAreNeverAlike) {
   Grouper g(kTuning);
   std::vector<GroupKey> k = keys({1.0, 1.0, 1.0});

@@ -129,6 +129,15 @@ void AdaptivePolicy::decide(std::size_t step) {
   if (p.split == incumbent_) return;
   const double rest = control_.incumbent().size() > 0 ? control_.incumbent().rest() : 0.0;
   const double gain = p.gain(rest);
+  // Optimism under uncertainty: where the optimistic plan would use an idle
+  // worker at no predicted cost, it is measured (or it is never seen again),
+  // as cheaply as can be: one sample.
+  const std::vector<std::size_t> probe = probe_of(p.split);
+  if (probe != incumbent_ && p.best <= p.now && control_.probe() == Action::kMove) {
+    incumbent_ = split_ = probe;
+    ++stats_.moves;
+    return;
+  }
   // A move the step time cannot judge must beat what the estimates' own error
   // could explain; one it can judge is left to the trial's test.
   const bool judged = control_.steps_to_show(gain) <= static_cast<double>(tuning_.max_trial_steps);
@@ -145,6 +154,20 @@ void AdaptivePolicy::decide(std::size_t step) {
     case Action::kNone:
       break;
   }
+}
+
+// The incumbent with one sample for each worker it leaves idle and
+// `proposal` uses, each taken from the worker holding the most (which keeps
+// at least one).
+std::vector<std::size_t> AdaptivePolicy::probe_of(const std::vector<std::size_t>& proposal) const {
+  std::vector<std::size_t> s = incumbent_;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (incumbent_[i] != 0 || proposal[i] == 0) continue;
+    const auto donor = std::max_element(s.begin(), s.end());
+    if (*donor <= std::max<std::size_t>(bounds_.min_local, 1)) break;
+    --*donor, ++s[i];
+  }
+  return s;
 }
 
 std::vector<WorkerModel> AdaptivePolicy::learned() const {

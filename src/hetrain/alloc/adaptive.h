@@ -45,6 +45,7 @@ class AdaptivePolicy final : public Policy {
   void judge_trial();
   void even_out_units();
   void decide(std::size_t step);
+  std::vector<std::size_t> probe_of(const std::vector<std::size_t>& proposal) const;
   void seed(const std::vector<WorkerModel>& known);
 
   std::size_t global_batch_;

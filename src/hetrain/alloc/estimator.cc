@@ -14,14 +14,22 @@ bool usable(double b, double q) { return b > 0.0 && q > 0.0 && std::isfinite(b) 
 bool Cusum::add(double z, const AdaptiveTuning& t) {
   up_ = std::max(0.0, up_ + z - t.cusum_drift);
   down_ = std::max(0.0, down_ - z - t.cusum_drift);
+  up_run_ = up_ > 0.0 ? up_run_ + 1 : 0;
+  down_run_ = down_ > 0.0 ? down_run_ + 1 : 0;
   if (up_ < t.cusum_limit && down_ < t.cusum_limit) return false;
+  rose_ = up_ >= t.cusum_limit;
+  const std::size_t run = rose_ ? up_run_ : down_run_;
   clear();
+  run_ = run;
   return true;
 }
 
+// The Kalman filter assumes independent noise; a mean of AR(1) noise of
+// lag-1 correlation phi varies (1 + phi) / (1 - phi) times as much.
 double LineEstimate::error(double b) const {
   const double y = predict(b);
-  const double var = paa_ + 2.0 * b * pac_ + b * b * pcc_;
+  const double phi = persist_.corr;
+  const double var = (paa_ + 2.0 * b * pac_ + b * b * pcc_) * (1.0 + phi) / (1.0 - phi);
   return y > 0.0 ? std::sqrt(std::max(var, 0.0)) / y : 0.0;
 }
 
@@ -39,6 +47,7 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
   a_ = 0.0, c_ = q / b;
   paa_ = sa2, pac_ = -sa2 / b, pcc_ = (sa2 + sy2) / (b * b);
   noise_ = t.prior_noise;
+  persist_ = before_up_ = before_down_ = Persistence{}, last_z_ = 0.0;
   known_ = true;
   samples_ = 1;
   last_batch_ = b;
@@ -80,6 +89,52 @@ void LineEstimate::project(double b) {
   if (c_ < 1e-12 * std::max(y, 1e-12)) c_ = 1e-12 * std::max(y, 1e-12), a_ = std::max(0.0, y - c_ * b);
 }
 
+// The residual with the previous one's share removed (an AR(1) innovation,
+// rescaled to unit variance), clipped; the autocorrelation learns from the
+// residual first (the prior: one uncorrelated residual), and stays below the
+// correlation the forgetting window can resolve (a correlation time of at
+// most 1 / speed_drift steps).
+double LineEstimate::whiten(double z, const AdaptiveTuning& t) {
+  if (cusum_.up_at_zero()) before_up_ = persist_;
+  if (cusum_.down_at_zero()) before_down_ = persist_;
+  Persistence& p = persist_;
+  const double e = (z - p.corr * last_z_) / std::sqrt(1.0 - p.corr * p.corr);
+  const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift);
+  p.zz = (1.0 - w) * p.zz + w * z * z;
+  p.zl = (1.0 - w) * p.zl + w * z * last_z_;
+  p.corr = p.zz > 0.0 ? std::clamp(p.zl / p.zz, 0.0, 1.0 - 2.0 * t.speed_drift) : 0.0;
+  last_z_ = z;
+  return std::clamp(e, -t.clip_sigmas, t.clip_sigmas);
+}
+
+// A change: the level at batch b becomes the prediction times the median
+// measured/predicted ratio r over the samples that raised the alarm (the
+// last few), so a spike among them does not set it. The line
+// restarts there as a first sample does (all of it per sample, the overhead
+// unknown: a change may not scale both alike), its noise and persistence
+// kept. Its level is known as well as those k samples tell, and no better
+// than the shift itself: the samples that raise an alarm are selected for
+// being far out (a false alarm's shift is all selection), so the old level
+// stays clip_sigmas errors away.
+void LineEstimate::restart(double b, const AdaptiveTuning& t) {
+  // The samples that raised it: its run, but no more than the fewest that can
+  // (an abrupt change's run may start before it, in noise that kept the sum up).
+  const auto fewest = static_cast<std::size_t>(std::ceil(t.cusum_limit / (t.clip_sigmas - t.cusum_drift)));
+  const std::size_t k = std::clamp<std::size_t>(std::min(cusum_.run(), fewest), 1, std::min(recent_n_, kRecent));
+  std::array<double, kRecent> last{};
+  for (std::size_t j = 0; j < k; ++j) last[j] = recent_[(recent_n_ - 1 - j) % kRecent];
+  const auto mid = last.begin() + static_cast<std::ptrdiff_t>(k / 2);
+  std::nth_element(last.begin(), mid, last.begin() + static_cast<std::ptrdiff_t>(k));
+  const double y = predict(b) * std::exp(*mid), shift = *mid / t.clip_sigmas;
+  const double e2 = std::max(noise_ * noise_ / static_cast<double>(k), shift * shift);
+  const double noise = noise_;
+  const std::size_t samples = samples_;
+  const Persistence persist = cusum_.rose() ? before_up_ : before_down_;
+  start(b, y, t);
+  noise_ = noise, persist_ = persist, samples_ = samples;
+  pcc_ += (e2 * y * y - t.prior_noise * t.prior_noise * y * y) / (b * b);
+}
+
 bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   if (!usable(b, q)) return false;
   if (!known_) {
@@ -89,20 +144,17 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   const double y = std::max(predict(b), 1e-12);
   const double s = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) + noise_ * noise_ * y * y;
   const double z = std::clamp((q - y) / std::sqrt(s), -t.clip_sigmas, t.clip_sigmas);
-  if (cusum_.add(z, t)) {
-    // A change: the line restarts from this sample (the clipped samples before
-    // the alarm were bent into its shape), its measured noise kept.
-    const double noise = noise_;
-    const std::size_t samples = samples_;
-    start(b, q, t);
-    noise_ = noise, samples_ = samples + 1;
+  recent_[recent_n_++ % kRecent] = std::log(q / y);
+  const bool alarm = cusum_.add(whiten(z, t), t);
+  if (alarm) {
+    restart(b, t);
     ++changes_;
-    return true;
+  } else {
+    update(b, q, t);
   }
-  update(b, q, t);
   last_batch_ = b;
   ++samples_;
-  return false;
+  return alarm;
 }
 
 Estimator::Estimator(std::size_t workers, AdaptiveTuning tuning, std::vector<bool> on_cpu)

@@ -6,12 +6,21 @@
 //   is not observed (an idle worker is then probed: proposer.h);
 // - residuals are standardized by the prediction's own uncertainty and clipped
 //   at clip_sigmas (a spike moves the estimate no more than a 3-sigma draw);
+// - measurement noise persists from step to step (a busy neighbour, a
+//   thermal state): the residuals' lag-1 autocorrelation phi is measured, the
+//   CUSUM runs on the residuals with it removed (prewhitened: independent
+//   draws, so its false-alarm rate holds), and the reported errors are widened
+//   by sqrt((1 + phi) / (1 - phi)), the variance of a mean of AR(1) noise
+//   against independent noise;
 // - a two-sided CUSUM on those residuals detects a change either way (a
 //   slowdown or a recovery), also from the sparse samples of an idle worker;
-//   on an alarm the line restarts from the sample that raised it.
+//   on an alarm the line restarts at the median ratio of measured to
+//   predicted over the samples that raised it (a spike among them does not
+//   set the new level), known only as well as those few samples tell.
 // Plain arithmetic, O(1) per sample.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <vector>
 
@@ -25,10 +34,18 @@ class Cusum {
   // Adds residual z (standard deviations, already clipped); true on an alarm
   // (the sums restart).
   bool add(double z, const AdaptiveTuning& t);
-  void clear() { up_ = down_ = 0.0; }
+  void clear() { up_ = down_ = 0.0, up_run_ = down_run_ = 0; }
+  // Residuals since the side that raised the last alarm was last at zero
+  // (Page's estimate of when the change began).
+  std::size_t run() const { return run_; }
+  bool up_at_zero() const { return up_ == 0.0; }
+  bool down_at_zero() const { return down_ == 0.0; }
+  bool rose() const { return rose_; }  // the last alarm was of the upper side
 
  private:
   double up_ = 0.0, down_ = 0.0;
+  std::size_t up_run_ = 0, down_run_ = 0, run_ = 0;
+  bool rose_ = false;
 };
 
 // One quantity of one worker: q(b) = a + c b, seconds.
@@ -45,6 +62,8 @@ class LineEstimate {
   double level_error() const { return error(last_batch_); }
   // Relative standard deviation of one measurement around the line.
   double noise() const { return noise_; }
+  // Lag-1 autocorrelation of the residuals (0 to just below 1).
+  double persistence() const { return persist_.corr; }
   std::size_t samples() const { return samples_; }
   std::size_t changes() const { return changes_; }
 
@@ -59,10 +78,25 @@ class LineEstimate {
   void start(double b, double q, const AdaptiveTuning& t);
   void update(double b, double q, const AdaptiveTuning& t);
   void project(double b);
+  double whiten(double z, const AdaptiveTuning& t);
+  void restart(double b, const AdaptiveTuning& t);
+  // The last few log(measured / predicted): the samples an alarm restarts
+  // from (the fewest that can raise one: 3 with the tuning table's values).
+  static constexpr std::size_t kRecent = 8;
   bool known_ = false;
   double a_ = 0.0, c_ = 0.0;                 // the line
   double paa_ = 0.0, pac_ = 0.0, pcc_ = 0.0;  // its covariance
   double noise_ = 0.0;                        // relative noise (standard deviation)
+  // Lag-1 autocorrelation of the residuals: E[z z_prev] / E[z^2]; and what
+  // it was when each CUSUM side last stood at zero (a change's residuals are
+  // a shift, not persistent noise: an alarm rolls them back).
+  struct Persistence {
+    double corr = 0.0, zz = 1.0, zl = 0.0;
+  };
+  Persistence persist_, before_up_, before_down_;
+  double last_z_ = 0.0;                       // the previous standardized residual
+  std::array<double, kRecent> recent_{};      // ring of log(measured / predicted)
+  std::size_t recent_n_ = 0;                  // samples written to the ring
   double last_batch_ = 1.0;                   // the batch of the last sample
   std::size_t samples_ = 0, changes_ = 0;
   Cusum cusum_;

@@ -1,11 +1,21 @@
 // The Grouper: workers alike within what the estimates can tell are one
 // unit, given the same share, so noise cannot split identical workers apart.
-// One notion of alike: the same class (host and CPUs, where those matter) and
-// planned times at the typical batch within the larger of
-// AdaptiveTuning::alike and clip_sigmas combined standard errors. One
-// hysteresis: workers grouped at the last call stay together up to twice
-// `alike` (a statistically clear difference cuts them at once).
-// O(N log N): a sort and a sweep.
+// Terms: each worker has a planned time per sample t_i at the typical batch
+// (its key), with relative standard error e_i, and a class (host and CPUs,
+// where those matter). A segment is a run of workers of one class, adjacent
+// in the order of t; its level is the precision-weighted mean of log t_i
+// (weights 1 / e_i^2) and its error 1 / sqrt(sum of the weights).
+// Algorithm: start with one segment per worker; repeatedly merge the two
+// adjacent segments whose gap in level is the smallest share of their
+// tolerance, while that share is at most 1. Tolerance: the larger of
+// AdaptiveTuning::alike and clip_sigmas combined standard errors. A noisy
+// worker therefore joins the segment it is statistically closest to, not
+// whichever its neighbour in the sort happened to be, and a continuous
+// spread of speeds is not chained (a segment's level moves to its middle).
+// One hysteresis: a boundary between workers that were one unit at the last
+// call is held at twice the tolerance (6 standard errors: noise alone does
+// not cut a unit; a change does once its new level is known, estimator.h).
+// O(N log N): a sort and a heap of boundaries.
 #pragma once
 
 #include <cstddef>
@@ -16,9 +26,9 @@
 namespace hetrain::alloc {
 
 struct GroupKey {
-  double time = 0.0;       // planned seconds at the typical batch (> 0)
-  double error = 0.0;      // its relative standard error
-  std::size_t klass = 0;   // workers of different classes are never alike
+  double time = 0.0;        // planned seconds per sample at the typical batch (> 0)
+  double error = 0.0;       // its relative standard error
+  std::size_t klass = 0;    // workers of different classes are never alike
 };
 
 class Grouper {
@@ -29,7 +39,9 @@ class Grouper {
   const std::vector<std::size_t>& last() const { return previous_; }
 
  private:
-  double tolerance(const GroupKey& a, const GroupKey& b, double span) const;
+  struct Segment;
+  double share(const std::vector<Segment>& s, std::size_t left, const std::vector<GroupKey>& keys,
+               const std::vector<std::size_t>& order) const;
   AdaptiveTuning tuning_;
   std::vector<std::size_t> previous_;  // the last call's units (empty: none)
 };

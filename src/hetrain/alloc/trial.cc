@@ -119,6 +119,13 @@ Verdict TrialController::verdict() {
   return v;
 }
 
+Action TrialController::probe() {
+  if (state_ != TrialState::kSteady) return Action::kNone;
+  after_change_ = false;
+  incumbent_.clear();
+  return Action::kMove;
+}
+
 void TrialController::changed() {
   if (state_ == TrialState::kTrial) state_ = TrialState::kSteady;
   after_change_ = true;

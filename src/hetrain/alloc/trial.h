@@ -60,6 +60,10 @@ class TrialController {
   // What to do with a proposal of `gain` (a share of the step) at `step`
   // (kSteady only); kTrial starts the trial.
   Action consider(double gain, const std::vector<std::size_t>& proposal, std::size_t step);
+  // A proposal that gives a worker the incumbent leaves idle samples at no
+  // predicted cost (by its optimistic plan, proposer.h): kMove in kSteady, a
+  // probe taken at once; its step times start afresh.
+  Action probe();
   // The trial's verdict so far; kKeep and kRevert end it.
   Verdict verdict();
   // Something changed (a worker, or the step): the model is trusted again,
