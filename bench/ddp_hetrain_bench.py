@@ -141,6 +141,11 @@ def run_one(a, cell, mode, port, out):
     try:
         subprocess.run(cmd, env=env, check=True, timeout=RUN_TIMEOUT, stdout=subprocess.DEVNULL)
         stat = quota.stat() if quota is not None else None
+    except subprocess.CalledProcessError as e:
+        raise SystemExit(f"ddp_hetrain_bench: the {cell} cell's {mode} run exited with status {e.returncode} "
+                         "(its ranks' messages are above)") from None
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"ddp_hetrain_bench: the {cell} cell's {mode} run took over {RUN_TIMEOUT} s") from None
     finally:
         if quota is not None:
             quota.down()
@@ -244,6 +249,9 @@ def main():
     unknown = [c for c in a.cells if c not in CELLS]
     if unknown:
         raise SystemExit(f"ddp_hetrain_bench: unknown cells {unknown} (use {', '.join(CELLS)})")
+    if a.reps < 1 or a.steps <= a.skip_steps:
+        raise SystemExit(f"ddp_hetrain_bench: --reps {a.reps} must be at least 1 and --steps {a.steps} more than "
+                         f"--skip-steps {a.skip_steps}")
     os.makedirs(a.work, exist_ok=True)
     drive(a)
 
