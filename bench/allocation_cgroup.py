@@ -63,14 +63,14 @@ class CpuQuota:
         except OSError as e:
             raise SystemExit(f"allocation_bench: cannot set a CPU quota in {self.path} (cgroup {version}): {e}")
 
+    def stat(self):
+        """cpu.stat as a dict: nr_periods, nr_throttled (v1 and v2), throttled_time ns (v1), throttled_usec (v2)."""
+        with open(os.path.join(self.path, "cpu.stat")) as f:
+            return {key: int(value) for key, value in (line.split() for line in f if line.strip())}
+
     def throttled_periods(self):
         """How many quota periods so far ended with the cgroup throttled (cpu.stat's nr_throttled, v1 and v2)."""
-        with open(os.path.join(self.path, "cpu.stat")) as f:
-            for line in f:
-                key, value = line.split()
-                if key == "nr_throttled":
-                    return int(value)
-        return 0
+        return self.stat().get("nr_throttled", 0)
 
     def down(self):
         """Removes the cgroup (its workers have exited)."""

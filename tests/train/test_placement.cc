@@ -69,6 +69,25 @@ TEST_F(CgroupQuota, V2CpuMax) {
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/job\n", root_.string()), 0.0);
 }
 
+TEST_F(CgroupQuota, AParentsQuotaBindsAChildWithoutOne) {
+  write(root_ / "cpu/job/cpu.cfs_quota_us", "25000\n");
+  write(root_ / "cpu/job/cpu.cfs_period_us", "100000\n");
+  write(root_ / "cpu/job/rank1/cpu.cfs_quota_us", "-1\n");
+  write(root_ / "cpu/job/rank1/cpu.cfs_period_us", "100000\n");
+  EXPECT_DOUBLE_EQ(cgroup_cpu_quota("1:cpu:/job/rank1\n", root_.string()), 0.25);
+  write(root_ / "job/cpu.max", "200000 100000\n");
+  write(root_ / "job/rank1/cpu.max", "max 100000\n");
+  EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/job/rank1\n", root_.string()), 2.0);
+}
+
+TEST_F(CgroupQuota, TheTightestLevelWins) {
+  write(root_ / "slice/cpu.max", "50000 100000\n");
+  write(root_ / "slice/job/cpu.max", "150000 100000\n");
+  EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/slice/job\n", root_.string()), 0.5);
+  write(root_ / "slice/job/cpu.max", "20000 100000\n");
+  EXPECT_DOUBLE_EQ(cgroup_cpu_quota("0::/slice/job\n", root_.string()), 0.2);
+}
+
 TEST_F(CgroupQuota, MissingOrMalformedFilesAreNone) {
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota("1:cpu:/nowhere\n0::/nowhere\n", root_.string()), 0.0);
   EXPECT_DOUBLE_EQ(cgroup_cpu_quota("garbage", root_.string()), 0.0);

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace hetrain::train {
 namespace {
@@ -55,6 +56,18 @@ double v2_quota(const std::string& dir) {
   return positive_number(quota) / period;
 }
 
+// "/a/b" -> {"/a/b", "/a", "/"}: a cgroup and its ancestors up to the hierarchy's root.
+std::vector<std::string> self_and_ancestors(std::string path) {
+  std::vector<std::string> out;
+  while (!path.empty() && path != "/") {
+    out.push_back(path);
+    const auto slash = path.find_last_of('/');
+    path = slash == std::string::npos ? std::string() : path.substr(0, slash);
+  }
+  out.emplace_back("/");
+  return out;
+}
+
 }  // namespace
 
 double cgroup_cpu_quota(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
@@ -65,18 +78,20 @@ double cgroup_cpu_quota(const std::string& proc_self_cgroup, const std::string& 
     // "ID:CONTROLLERS:PATH"; v1 names its controllers, v2's line is "0::PATH".
     const auto a = line.find(':'), b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (controllers.empty()) {
-      for (const char* mount : {"", "/unified"})
-        take(v2_quota(std::string(cgroup_root).append(mount).append(path)));
-      continue;
-    }
-    std::istringstream names(controllers);
-    for (std::string c; std::getline(names, c, ',');) {
-      if (c == "cpu") {
-        for (const char* mount : {"/cpu", "/cpu,cpuacct"}) {
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    // Every level binds (the kernel throttles a cgroup at its own quota and at each ancestor's): a quota
+    // set on a parent (a container's, a slice's) limits a process in a child without one of its own.
+    for (const std::string& path : self_and_ancestors(line.substr(b + 1))) {
+      if (controllers.empty()) {
+        for (const char* mount : {"", "/unified"})
+          take(v2_quota(std::string(cgroup_root).append(mount).append(path)));
+        continue;
+      }
+      std::istringstream names(controllers);
+      for (std::string c; std::getline(names, c, ',');) {
+        if (c != "cpu") continue;
+        for (const char* mount : {"/cpu", "/cpu,cpuacct"})
           take(v1_quota(std::string(cgroup_root).append(mount).append(path)));
-        }
       }
     }
   }

@@ -23,7 +23,8 @@ struct WorkerPlace {
 
 // The CPU quota of the cgroup named in `proc_self_cgroup` (the text of
 // /proc/self/cgroup), read under `cgroup_root`: v1's cpu.cfs_quota_us /
-// cpu.cfs_period_us, or v2's cpu.max. 0 when there is none or it cannot be read.
+// cpu.cfs_period_us, or v2's cpu.max; the tightest of the cgroup's and its
+// ancestors' (each level binds). 0 when there is none or it cannot be read.
 double cgroup_cpu_quota(const std::string& proc_self_cgroup,
                         const std::string& cgroup_root = "/sys/fs/cgroup");
 
