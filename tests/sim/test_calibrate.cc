@@ -69,8 +69,8 @@ TEST(Calibrate, PredictsTheStaticSplitOfTheFittedWorkers) {
   base.network.bandwidth = 1e6;
   const Cluster c = calibrate(parse_run(record::to_json(measured_run()), "run.json"), base);
   SimOptions o;
-  o.policy = "static";
-  o.shares = {1, 2, 3};
+  o.alloc.name = "static";
+  o.alloc.shares = {1, 2, 3};
   o.steps = 10;
   // 0.11 s compute, 8 ms allreduce, 2 ms overhead per step.
   EXPECT_NEAR(simulate(c, o).total_seconds, 10 * 0.12, 1e-9);

@@ -102,10 +102,10 @@ void dump(const Cluster& c, std::uint64_t seed, const std::vector<double>& share
 SimResult run(const Cluster& c, const std::string& policy, std::vector<double> shares = {},
                std::size_t oracle_lag = 0) {
   SimOptions o;
-  o.policy = policy;
+  o.alloc.name = policy;
   o.oracle_lag = oracle_lag;
   o.steps = kSteps;
-  o.shares = std::move(shares);
+  o.alloc.shares = std::move(shares);
   o.record_splits = true;
   return simulate(c, o);
 }

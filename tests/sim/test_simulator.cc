@@ -35,9 +35,9 @@ overhead = 0.01
 
 SimOptions options(const std::string& policy, std::size_t steps, std::vector<double> shares = {}) {
   SimOptions o;
-  o.policy = policy;
+  o.alloc.name = policy;
   o.steps = steps;
-  o.shares = std::move(shares);
+  o.alloc.shares = std::move(shares);
   return o;
 }
 

@@ -263,7 +263,7 @@ TEST(Oracle, FollowsTheWorldsEventsInTheSimulator) {
   e.factor = 1.0 / 3;  // c drops to 100 samples/s
   c.events.push_back(e);
   SimOptions o;
-  o.policy = "oracle";
+  o.alloc.name = "oracle";
   o.steps = 4;
   o.record_splits = true;
   const SimResult r = simulate(c, o);
@@ -294,7 +294,7 @@ TEST(Simulator, ThePolicySeesTimeOffTheCpuApart) {
   c.groups[1].device_sample_cost = 0.01;
   std::vector<double> cpu, wait;
   SimOptions o;
-  o.policy = "equal";
+  o.alloc.name = "equal";
   o.steps = 1;
   o.on_observe = [&](const alloc::Observation& obs) {
     cpu = obs.cpu_seconds;

@@ -49,8 +49,8 @@ int run_sim(const SimCommands& o) {
   if (o.gradient_bytes >= 0.0) cluster.gradient_bytes = o.gradient_bytes;
   std::optional<sim::MeasuredRun> run;
   sim::SimOptions base;
-  base.shares = o.shares;
-  base.profile_steps = o.profile_steps;
+  base.alloc.shares = o.shares;
+  base.alloc.profile_steps = o.profile_steps;
   base.steps = o.steps;
   base.epochs = o.epochs;
   base.record_splits = o.splits;
@@ -64,8 +64,8 @@ int run_sim(const SimCommands& o) {
   const auto start = std::chrono::steady_clock::now();
   for (const auto& p : o.policies) {
     sim::SimOptions opts = base;
-    opts.policy = p;
-    if (p != "static") opts.shares.clear();
+    opts.alloc.name = p;
+    if (p != "static") opts.alloc.shares.clear();
     results.push_back(sim::simulate(cluster, opts));
   }
   const std::chrono::duration<double> host = std::chrono::steady_clock::now() - start;

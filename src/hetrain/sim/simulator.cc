@@ -86,14 +86,16 @@ alloc::Placement placement_of(const World& w, const Cluster& c) {
 std::unique_ptr<alloc::Policy> make_world_policy(const World& w, const Cluster& c, const SimOptions& o,
                                                  std::vector<alloc::WorkerModel> known = {}) {
   alloc::PolicyConfig pc;
+  static_cast<alloc::AllocOptions&>(pc) = o.alloc;
   pc.known = std::move(known);
-  pc.name = o.policy;
-  pc.profile_steps = o.profile_steps;
   pc.workers = w.rank_group.size();
   pc.global_batch = c.global_batch;
+  // The world decides what the options cannot: its bounds and placement, and
+  // the shares of the workers present now (by group, as they join and leave).
   pc.bounds = bounds_of(w.groups);
   pc.placement = placement_of(w, c);
-  if (o.policy == "static" && !o.shares.empty()) {
+  pc.shares.clear();
+  if (o.alloc.name == "static" && !o.alloc.shares.empty()) {
     for (const std::size_t g : w.rank_group) pc.shares.push_back(w.group_share[g]);
   }
   return alloc::make_policy(pc);
@@ -164,18 +166,18 @@ Run::Run(const Cluster& c, const SimOptions& o) : c_(c), o_(o), noise_(c.seed) {
   w_.groups = c.groups;
   w_.renumber(c);
   w_.group_share.assign(w_.groups.size(), 0.0);
-  if (!o.shares.empty()) {
-    if (o.shares.size() != w_.rank_group.size()) {
-      throw UsageError(fmt::format("--shares has {} values but the cluster has {} workers", o.shares.size(),
+  if (!o.alloc.shares.empty()) {
+    if (o.alloc.shares.size() != w_.rank_group.size()) {
+      throw UsageError(fmt::format("--shares has {} values but the cluster has {} workers", o.alloc.shares.size(),
                                    w_.rank_group.size()));
     }
     for (std::size_t g = 0; g < w_.groups.size(); ++g)
       w_.group_share[g] = w_.groups[g].speed;  // empty groups
-    for (std::size_t r = w_.rank_group.size(); r-- > 0;) w_.group_share[w_.rank_group[r]] = o.shares[r];
+    for (std::size_t r = w_.rank_group.size(); r-- > 0;) w_.group_share[w_.rank_group[r]] = o.alloc.shares[r];
   }
-  if (o.policy != kOracle) policy_ = make_world_policy(w_, c, o);
+  if (o.alloc.name != kOracle) policy_ = make_world_policy(w_, c, o);
   start_world();
-  res_.policy = o.policy;
+  res_.policy = o.alloc.name;
   for (const auto& g : c.groups) res_.group_names.push_back(g.name);
 }
 

@@ -16,13 +16,12 @@
 namespace hetrain::sim {
 
 struct SimOptions {
-  // equal | static | adaptive (alloc/policy.h, the policies under test), or
-  // oracle: the world's own solver with every worker's true mean cost (oracle.h)
-  std::string policy = "adaptive";
-  // static: relative shares, one per worker of the starting cluster (a worker
-  // that joins later takes its group's first share); empty = profile first.
-  std::vector<double> shares;
-  std::size_t profile_steps = alloc::kDefaultProfileSteps;  // static without shares
+  // The allocation's options, the trainer's own (alloc/policy.h): name is
+  // equal | static | adaptive, or oracle here: the world's own solver with
+  // every worker's true mean cost (oracle.h). static's shares are one per
+  // worker of the starting cluster (a worker that joins later takes its
+  // group's first share). Bounds and placement come from the cluster file.
+  alloc::AllocOptions alloc = {"adaptive"};
   std::size_t steps = 0;       // stop after this many steps (0: no limit, needs epochs)
   std::size_t epochs = 0;      // 0: `steps` full global batches; else needs dataset_samples
   bool record_splits = false;  // keep every step's per-worker split (workers x steps numbers)
