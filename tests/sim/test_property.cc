@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <cstdio>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -182,7 +181,8 @@ TEST(AllocationProperty, ThePolicyKeepsUpWithTheBestFixedSplitAndTheOracleAndIde
     changing += changes(c) ? 1 : 0;
     (changes(c) ? slow_changing : slow_fixed) += v.slow ? 1 : 0;
     spread += v.apart.empty() ? 0 : 1;
-    if (std::getenv("RATIOS")) std::fprintf(stderr, "R %llu %d %.4f\n", (unsigned long long)seed, changes(c) ? 1 : 0, v.ratio);
+    // HETRAIN_PROPERTY_RATIOS: every cluster's ratio, to compare policies beyond pass and fail.
+    if (std::getenv("HETRAIN_PROPERTY_RATIOS") != nullptr) fmt::print(stderr, "R {} {} {:.4f}\n", seed, changes(c) ? 1 : 0, v.ratio);
     if (!v.slow && v.apart.empty()) continue;
     failing.push_back(seed);
     dump(c, seed, true_initial_speeds(c));
