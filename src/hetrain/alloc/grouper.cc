@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
-#include <queue>
 #include <tuple>
 
 namespace hetrain::alloc {
@@ -16,6 +14,10 @@ constexpr double kMinError = 1e-9;
 
 constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
+// Merges are taken smallest share first to this resolution (a share is a gap
+// over its tolerance): far finer than estimates tell gaps apart.
+constexpr std::size_t kBuckets = 256;
+
 }  // namespace
 
 // A run [first, last] of positions in the sorted order.
@@ -23,7 +25,7 @@ struct Grouper::Segment {
   std::size_t first = 0, last = 0;
   std::size_t prev = kNone, next = kNone;
   double weight = 0.0, weighted_log = 0.0;  // sum of 1/e^2, and of log t / e^2
-  std::size_t version = 0;                  // bumped at every merge: stale heap entries are skipped
+  std::size_t version = 0;                  // bumped at every merge: stale queue entries are skipped
   double level() const { return weighted_log / weight; }
   double error() const { return 1.0 / std::sqrt(weight); }
 };
@@ -37,43 +39,50 @@ double Grouper::share(const std::vector<Segment>& s, std::size_t left, const std
   const std::size_t i = order[a.last], j = order[b.first];
   if (keys[i].klass != keys[j].klass) return std::numeric_limits<double>::infinity();
   const bool held = previous_.size() == keys.size() && previous_[i] == previous_[j];
-  const double tolerance = (held ? 2.0 : 1.0) *
-                           std::max(tuning_.alike, tuning_.clip_sigmas * std::hypot(a.error(), b.error()));
+  const double combined = std::sqrt(1.0 / a.weight + 1.0 / b.weight);  // hypot of the two errors
+  const double tolerance = (held ? 2.0 : 1.0) * std::max(tuning_.alike, tuning_.clip_sigmas * combined);
   return (b.level() - a.level()) / tolerance;
 }
 
 std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   const std::size_t n = keys.size();
+  // Sorted by (class, time, rank), the keys copied beside the ranks so the
+  // sort reads memory in order.
+  std::vector<std::tuple<std::size_t, double, std::size_t>> sorted(n);
+  for (std::size_t i = 0; i < n; ++i) sorted[i] = {keys[i].klass, keys[i].time, i};
+  std::sort(sorted.begin(), sorted.end());
   std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return std::tie(keys[a].klass, keys[a].time, a) < std::tie(keys[b].klass, keys[b].time, b);
-  });
+  for (std::size_t k = 0; k < n; ++k) order[k] = std::get<2>(sorted[k]);
   std::vector<Segment> seg(n);
   for (std::size_t k = 0; k < n; ++k) {
     const GroupKey& key = keys[order[k]];
-    const double w = 1.0 / std::pow(std::max(key.error, kMinError), 2);
+    const double e = std::max(key.error, kMinError), w = 1.0 / (e * e);
     seg[k] = {k, k, k == 0 ? kNone : k - 1, k + 1 < n ? k + 1 : kNone, w, w * std::log(key.time), 0};
   }
-  // (share, left segment, its version, the right one's version): smallest first.
-  using Entry = std::tuple<double, std::size_t, std::size_t, std::size_t>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-  auto push = [&](std::size_t left) {
+  // Boundaries by share, smallest first to a resolution of 1/kBuckets of the
+  // tolerance (a bucket queue: O(N + kBuckets) where a heap was O(N log N));
+  // an entry (left segment, its version, the right one's) whose segments have
+  // merged since (a version moved on) is stale.
+  auto bucket_of = [](double r) { return std::min(kBuckets, static_cast<std::size_t>(r * kBuckets)); };
+  for (auto& b : buckets_) b.clear();
+  buckets_.resize(kBuckets + 1);
+  auto push = [&](std::size_t left, std::size_t at_least) {
     if (left == kNone || seg[left].next == kNone) return;
     const double r = share(seg, left, keys, order);
-    if (r <= 1.0) heap.emplace(r, left, seg[left].version, seg[seg[left].next].version);
+    if (r <= 1.0) buckets_[std::max(at_least, bucket_of(r))].push_back({left, seg[left].version, seg[seg[left].next].version});
   };
-  for (std::size_t k = 0; k + 1 < n; ++k) push(k);
-  while (!heap.empty()) {
-    const auto [r, left, lv, rv] = heap.top();
-    heap.pop();
-    Segment& a = seg[left];
-    if (a.version != lv || a.next == kNone || seg[a.next].version != rv) continue;
-    Segment& b = seg[a.next];
-    a.last = b.last, a.weight += b.weight, a.weighted_log += b.weighted_log;
-    a.next = b.next, ++a.version, ++b.version;
-    if (a.next != kNone) seg[a.next].prev = left;
-    push(a.prev), push(left);
+  for (std::size_t k = 0; k + 1 < n; ++k) push(k, 0);
+  for (std::size_t b = 0; b <= kBuckets; ++b) {
+    for (std::size_t q = 0; q < buckets_[b].size(); ++q) {
+      const auto [left, lv, rv] = buckets_[b][q];
+      Segment& a = seg[left];
+      if (a.version != lv || a.next == kNone || seg[a.next].version != rv) continue;
+      Segment& c = seg[a.next];
+      a.last = c.last, a.weight += c.weight, a.weighted_log += c.weighted_log;
+      a.next = c.next, ++a.version, ++c.version;
+      if (a.next != kNone) seg[a.next].prev = left;
+      push(a.prev, b), push(left, b);
+    }
   }
   // Units by lowest rank, so they do not depend on the sort.
   std::vector<std::size_t> unit(n, kNone), label(n);

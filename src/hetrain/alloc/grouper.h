@@ -15,9 +15,10 @@
 // One hysteresis: a boundary between workers that were one unit at the last
 // call is held at twice the tolerance (6 standard errors: noise alone does
 // not cut a unit; a change does once its new level is known, estimator.h).
-// O(N log N): a sort and a heap of boundaries.
+// O(N log N): a sort, then a bucket queue of boundaries.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <vector>
 
@@ -44,6 +45,8 @@ class Grouper {
                const std::vector<std::size_t>& order) const;
   AdaptiveTuning tuning_;
   std::vector<std::size_t> previous_;  // the last call's units (empty: none)
+  // Working space: the merge queue's buckets (kept to reuse their memory).
+  std::vector<std::vector<std::array<std::size_t, 3>>> buckets_;
 };
 
 }  // namespace hetrain::alloc
