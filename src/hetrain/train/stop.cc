@@ -46,8 +46,18 @@ StopSignals::StopSignals() {
 }
 
 // The mask stays unblocked: without a StopSignals a signal acts as usual.
+// But a process that stopped on request is on its way out (exit code 6): a
+// repeated request (Slurm may signal twice, `hetrain pool` repeats its own)
+// is the same one, and must not turn that exit into a death by signal while
+// libtorch's destructors run. Ctrl-C still ends it.
 StopSignals::~StopSignals() {
-  for (std::size_t i = 0; i < kStopSignals.size(); ++i) ::sigaction(kStopSignals[i], &previous_[i], nullptr);
+  for (std::size_t i = 0; i < kStopSignals.size(); ++i) {
+    if (stop_requested() && kStopSignals[i] != SIGINT) {
+      ::signal(kStopSignals[i], SIG_IGN);
+    } else {
+      ::sigaction(kStopSignals[i], &previous_[i], nullptr);
+    }
+  }
 }
 
 int stop_signal() { return g_stop_signal.load(); }
