@@ -164,7 +164,7 @@ def hetrain_worker(hetrain, root, rank):
 
 
 def logged_steps(prefix):
-    """The highest step any rank of the first attempt has logged."""
+    """The highest step any rank has logged to PREFIX.rank* (a restart's attempts log elsewhere)."""
     best = -1
     for f in prefix.parent.glob(prefix.name + ".rank*"):
         lines = f.read_text().splitlines()

@@ -45,8 +45,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from launchers_test import (TORCHRUN, SlurmCluster, descendants, environ, fail, free_port, read_log,  # noqa: E402
-                            run_modes)
+from launchers_test import (TORCHRUN, SlurmCluster, descendants, environ, fail, free_port,  # noqa: E402
+                            logged_steps, read_log, run_modes)
 
 TRAIN_SAMPLES = 1920  # 40 steps of B = 48
 BATCH = 48
@@ -67,15 +67,6 @@ RUN_LIMIT = 240         # seconds any run may take before the test fails
 # grown over 40 SGD steps. Measured here: 7e-8 between 3 and 2 workers
 # (each run prints its own); the same bound as tests/train/test_equivalence.cc.
 CROSS_WORLD_TOLERANCE = 1e-5  # relative
-
-
-def logged_step(prefix):
-    best = -1
-    for f in prefix.parent.glob(prefix.name + ".rank*"):
-        lines = f.read_text().splitlines()
-        if lines:
-            best = max(best, int(lines[-1].split()[1]))
-    return best
 
 
 def start(cmd, log, env=None):
@@ -104,7 +95,7 @@ def stop_midway(cmd, work, name, send, env=None, after=SIGNAL_AFTER_STEP, code_e
     log, prefix = work / f"{name}.log", work / f"{name}_samples"
     proc = start(cmd, log, env)
     deadline = time.monotonic() + RUN_LIMIT
-    while logged_step(prefix) < after:
+    while logged_steps(prefix) < after:
         if proc.poll() is not None or time.monotonic() > deadline:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
