@@ -8,7 +8,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -25,7 +24,6 @@
 #include "hetrain/common/error.h"
 #include "hetrain/common/file_io.h"
 #include "hetrain/report/progress.h"
-#include "hetrain/train/checkpoint.h"
 #include "hetrain/train/stop.h"
 #include "hetrain/train/trainer.h"
 
@@ -193,8 +191,7 @@ int report_stop(const train::TrainOptions& o, const train::TrainResult& r, int r
 // The checkpoint folder holds its last complete checkpoint (written
 // atomically), or none yet: the run continues from there, or starts again.
 int report_early_stop(const train::TrainOptions& o, int rank, const char* when) {
-  const bool saved = !o.checkpoint_dir.empty() &&
-                     std::filesystem::exists(std::filesystem::path(o.checkpoint_dir) / train::kCheckpointFile);
+  const bool saved = train::has_checkpoint(o.checkpoint_dir);
   std::fprintf(stderr, "hetrain: rank %d stopped on request %s; %s\n", rank, when,
                saved ? fmt::format("the last checkpoint in {} stands (continue with --resume {})",
                                    o.checkpoint_dir, o.checkpoint_dir)
