@@ -84,7 +84,7 @@ class Cluster:
     is cleaned up by the next run in the same folder (clean_leftovers)."""
 
     def __init__(self, work):
-        self.w = work / "slurm"
+        self.w = work.resolve() / "slurm"  # absolute: how clean_leftovers knows our munged by its command line
         digest = int(hashlib.sha1(str(work.resolve()).encode()).hexdigest()[:8], 16)
         self.tag = f"hp{digest % 100000:05d}"
         self.addr = f"10.{201 + digest % 50}.{digest % 250}"
