@@ -164,7 +164,7 @@ def hetrain_worker(hetrain, root, rank):
 
 
 def logged_steps(prefix):
-    """The highest step any rank of the first attempt has logged."""
+    """The highest step any rank has logged to PREFIX.rank* (a restart's attempts log elsewhere)."""
     best = -1
     for f in prefix.parent.glob(prefix.name + ".rank*"):
         lines = f.read_text().splitlines()
@@ -483,17 +483,18 @@ MODES = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_modes(modes, doc):
+    """The command line of a test script with modes: --hetrain BIN --work DIR MODE; MODE runs in DIR/MODE."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--hetrain", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("mode", choices=sorted(MODES))
+    ap.add_argument("mode", choices=sorted(modes))
     a = ap.parse_args()
     work = Path(a.work) / a.mode
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    MODES[a.mode](os.path.abspath(a.hetrain), work)
+    modes[a.mode](os.path.abspath(a.hetrain), work)
 
 
 if __name__ == "__main__":
-    main()
+    run_modes(MODES, __doc__)

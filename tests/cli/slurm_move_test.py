@@ -22,9 +22,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from launchers_test import SlurmCluster, fail, free_port
+from launchers_test import SlurmCluster, fail, free_port, logged_steps
 from slurm_preempt_test import (CROSS_WORLD_TOLERANCE, FLAGS, KILL_WAIT, SIGNAL_AFTER_STEP, STOPPED,
-                                check_exactly_once, checkpoint_step, compare, logged_step, run_to_end)
+                                check_exactly_once, checkpoint_step, compare, run_to_end)
 
 POLL = 0.2          # seconds between squeue polls
 JOB_LIMIT = 240     # seconds a job may take from submission to its end
@@ -78,7 +78,7 @@ def cancel_plainly(env, work, hetrain):
     script.chmod(0o755)
     job = submit(env, work, "cancelled", 3, script, *FLAGS, "--sample-log", str(work / "cancelled_samples"))
     deadline = time.monotonic() + JOB_LIMIT
-    while logged_step(work / "cancelled_samples") < SIGNAL_AFTER_STEP:
+    while logged_steps(work / "cancelled_samples") < SIGNAL_AFTER_STEP:
         if time.monotonic() > deadline:
             fail(f"job {job} did not reach step {SIGNAL_AFTER_STEP}")
         time.sleep(POLL / 4)
@@ -108,7 +108,7 @@ def main():
         env = {k: v for k, v in cluster.env.items() if k not in ("MASTER_ADDR", "MASTER_PORT")}
         first = submit(env, work, "first", 3, script, *FLAGS, "--sample-log", str(work / "first_samples"))
         deadline = time.monotonic() + JOB_LIMIT
-        while logged_step(work / "first_samples") < SIGNAL_AFTER_STEP:
+        while logged_steps(work / "first_samples") < SIGNAL_AFTER_STEP:
             if time.monotonic() > deadline:
                 fail(f"job {first} did not reach step {SIGNAL_AFTER_STEP}:\n{(work / 'first.out').read_text()}")
             time.sleep(POLL / 4)

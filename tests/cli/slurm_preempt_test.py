@@ -18,10 +18,23 @@ Modes:
         SignalException) without restarting; resumed on 3 workers, bitwise.
   srun  `srun -n 3 hetrain worker` on a one-node Slurm (the real daemons),
         stopped by `scancel --signal=TERM JOB`; resumed with `hetrain run -n 2`.
+        Then the same while the job starts: `scancel --signal=TERM` from the
+        moment the job runs (repeated, as `hetrain pool` does, since a
+        request before the job step exists reaches nobody), the tasks started
+        as the pool's job script starts them (`env --block-signal`): exit 6
+        within KillWait, then resumed (or started again) to the end.
+  startup  A stop while the workers start, outside Slurm: SIGTERM to
+        `hetrain run -n 3` at delays from 0 to 2 s after it listens (its
+        workers before exec, while libtorch loads, data, rendezvous, first
+        steps), each run
+        resuming the last: every one exits 6 within KillWait and leaves no
+        process, and the chain trains every sample once and ends bitwise where
+        an uninterrupted run ends. Then the case that hung: ranks 0 and 1 of 3
+        waiting in the rendezvous for a rank 2 that never comes get SIGTERM:
+        both exit 6 at once, not at --timeout.
 
 Usage: slurm_preempt_test.py --hetrain BIN --work DIR MODE
 """
-import argparse
 import json
 import os
 import shutil
@@ -32,7 +45,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from launchers_test import TORCHRUN, SlurmCluster, descendants, environ, fail, free_port, read_log  # noqa: E402
+from launchers_test import (TORCHRUN, SlurmCluster, descendants, environ, fail, free_port,  # noqa: E402
+                            logged_steps, read_log, run_modes)
 
 TRAIN_SAMPLES = 1920  # 40 steps of B = 48
 BATCH = 48
@@ -53,15 +67,6 @@ RUN_LIMIT = 240         # seconds any run may take before the test fails
 # grown over 40 SGD steps. Measured here: 7e-8 between 3 and 2 workers
 # (each run prints its own); the same bound as tests/train/test_equivalence.cc.
 CROSS_WORLD_TOLERANCE = 1e-5  # relative
-
-
-def logged_step(prefix):
-    best = -1
-    for f in prefix.parent.glob(prefix.name + ".rank*"):
-        lines = f.read_text().splitlines()
-        if lines:
-            best = max(best, int(lines[-1].split()[1]))
-    return best
 
 
 def start(cmd, log, env=None):
@@ -90,7 +95,7 @@ def stop_midway(cmd, work, name, send, env=None, after=SIGNAL_AFTER_STEP, code_e
     log, prefix = work / f"{name}.log", work / f"{name}_samples"
     proc = start(cmd, log, env)
     deadline = time.monotonic() + RUN_LIMIT
-    while logged_step(prefix) < after:
+    while logged_steps(prefix) < after:
         if proc.poll() is not None or time.monotonic() > deadline:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -246,6 +251,29 @@ def mode_torchrun(hetrain, work):
     compare("torchrun 3 -> run 3", work / "resumed3.json", ref, 0.0)
 
 
+def srun_stopped_at_start(hetrain, work, env, ref):
+    """scancel --signal=TERM from the moment the job runs, repeated until srun ends."""
+    ck, log = work / "ck_start", work / "srun_start.log"
+    proc = start(["srun", "--overcommit", "-n", "3", "env", "--block-signal=TERM,USR1,INT", hetrain, "worker",
+                  *FLAGS, "--checkpoint", str(ck), "--sample-log", str(work / "srun_start_samples")], log, env)
+    t0, deadline = None, time.monotonic() + RUN_LIMIT
+    while proc.poll() is None and time.monotonic() < deadline:
+        rows = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], env=env, capture_output=True,
+                              text=True, timeout=30).stdout.split()
+        if rows:  # ours: the newest (the earlier job may still be completing)
+            t0 = t0 or time.monotonic()
+            subprocess.run(["scancel", "--signal=TERM", max(rows, key=int)], env=env, capture_output=True,
+                           timeout=30)
+        time.sleep(RESIGNAL if t0 else 0.02)
+    if t0 is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        fail(f"srun at start: the job never ran\n{log.read_text()[-3000:]}")
+    said = stop_run(proc, "srun_start", log, "scancel --signal=TERM while the job starts", t0)
+    print(f"ok: srun -n 3, scancel --signal=TERM every {RESIGNAL} s from the job's start: {said}", flush=True)
+    run_to_end(hetrain_run(hetrain, 2, "srun_start_end", work, *resume_flags(ck)), work, "srun_start_end")
+    check_chain(work, ["srun_start", "srun_start_end"], ref, CROSS_WORLD_TOLERANCE, "srun stopped at start -> run 2")
+
+
 def mode_srun(hetrain, work):
     ref, ck = work / "ref.json", work / "ck"
     run_to_end([hetrain, "run", "-n", "3", *FLAGS, "--metrics", str(ref)], work, "uninterrupted")
@@ -261,26 +289,145 @@ def mode_srun(hetrain, work):
             return f"scancel --signal=TERM {jobs[0]}"
         stop_midway(["srun", "--overcommit", "-n", "3", hetrain, "worker", *FLAGS, "--checkpoint", str(ck),
                      "--sample-log", str(work / "first_samples")], work, "first", scancel, env=env)
+        srun_stopped_at_start(hetrain, work, env, ref)
     run_to_end(hetrain_run(hetrain, 2, "resumed2", work, "--resume", str(ck)), work, "resumed2")
     cut = checkpoint_step(json.loads((work / "resumed2.json").read_text()))
     check_exactly_once([(work / "first_samples", 0, cut), (work / "resumed2_samples", cut, None)], "srun 3 -> 2")
     compare("srun 3 -> run 2", work / "resumed2.json", ref, CROSS_WORLD_TOLERANCE)
 
 
-MODES = {"run": mode_run, "torchrun": mode_torchrun, "srun": mode_srun}
+# --- a stop while the workers start -----------------------------------------
+
+# Seconds after `hetrain run` listens at which SIGTERM is sent: from before its
+# workers exist to their first steps (which phase each hits depends on the
+# machine; each run prints it).
+STARTUP_DELAYS = [0.0, 0.02, 0.1, 0.3, 0.6, 1.0, 2.0]
+RESIGNAL = 0.5  # seconds between requests while a Slurm job starts (the pool: 5)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hetrain", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("mode", choices=sorted(MODES))
-    a = ap.parse_args()
-    work = Path(a.work) / a.mode
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    MODES[a.mode](os.path.abspath(a.hetrain), work)
+def gone(proc):
+    """True once nothing of the process group the run started is left."""
+    try:
+        os.killpg(proc.pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def stop_run(proc, name, log, what, t0):
+    """The exit of a run asked to stop at t0: 6, within KillWait, nothing left; the stop's line."""
+    code = finish(proc, name, log)
+    seconds = time.monotonic() - t0
+    out = log.read_text()
+    deadline = time.monotonic() + KILL_WAIT
+    while not gone(proc) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not gone(proc):
+        os.killpg(proc.pid, signal.SIGKILL)
+        fail(f"{name}: processes left after {what}")
+    if code != STOPPED or seconds >= KILL_WAIT or "hetrain: error" in out:
+        fail(f"{name}: exit code {code} {seconds:.1f} s after {what} (expected {STOPPED} within {KILL_WAIT} s)"
+             f"\n{out[-3000:]}")
+    line = [x for x in out.splitlines() if "stopped on request" in x]
+    if not line:
+        fail(f"{name}: no stop message after {what}:\n{out[-3000:]}")
+    return f"exit {code} in {seconds:.2f} s ({line[0].strip()})"
+
+
+def wait_listening(proc, name, log):
+    """Until `hetrain run` itself catches SIGTERM (/proc's SigCgt): before, while libtorch loads, a signal ends
+    it as signals do (docs/errors.md); its workers are what this test is about."""
+    deadline = time.monotonic() + RUN_LIMIT
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except OSError:
+            status = ""
+        caught = [int(x.split()[1], 16) for x in status.splitlines() if x.startswith("SigCgt:")]
+        if caught and caught[0] >> (signal.SIGTERM - 1) & 1:
+            return
+        time.sleep(0.002)
+    fail(f"{name}: hetrain run never caught SIGTERM\n{log.read_text()[-3000:]}")
+
+
+def resume_flags(ck):
+    return ["--resume", str(ck)] if (ck / "checkpoint.pt").is_file() else []
+
+
+def check_chain(work, names, ref, tolerance, what):
+    """Every sample once over the chain's sample logs; the last run ends where the uninterrupted one does."""
+    ids = []
+    for name in names:
+        for f in work.glob(f"{name}_samples.rank*"):
+            for _, _, row in read_log(f):
+                ids += row
+    if sorted(ids) != list(range(TRAIN_SAMPLES)):
+        fail(f"{what}: {len(ids)} samples used, {len(ids) - len(set(ids))} twice, "
+             f"{TRAIN_SAMPLES - len(set(ids))} never")
+    print(f"ok: {what}: every one of the epoch's {TRAIN_SAMPLES} samples used exactly once", flush=True)
+    compare(what, work / f"{names[-1]}.json", ref, tolerance)
+
+
+def listening_with_clients(port, clients):
+    """True once /proc/net/tcp shows `port` listening and `clients` connections to it (no junk sent)."""
+    rows = [line.split() for table in ("tcp", "tcp6")
+            for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]]
+    hexport = f"{port:04X}"
+    listening = any(r[1].endswith(":" + hexport) and r[3] == "0A" for r in rows)
+    connected = sum(1 for r in rows if r[2].endswith(":" + hexport) and r[3] == "01")
+    return listening and connected >= clients
+
+
+def stop_with_a_peer_missing(hetrain, work):
+    port = free_port()
+    flags = [f for f in FLAGS]
+    flags[flags.index("--timeout") + 1] = "60"  # the stop must not wait for it
+    procs = []
+    for rank in (0, 1):
+        env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "3",
+               "LOCAL_WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        procs.append(start([hetrain, "worker", *flags, "--checkpoint", str(work / "ck_missing")],
+                           work / f"missing{rank}.log", env=env))
+    deadline = time.monotonic() + RUN_LIMIT
+    while not listening_with_clients(port, 2):  # both ranks' store clients
+        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+            for p in procs:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+            fail("missing peer: ranks 0 and 1 did not reach the rendezvous")
+        time.sleep(0.05)
+    time.sleep(1.0)  # into the wait for rank 2
+    t0 = time.monotonic()
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for rank, p in enumerate(procs):
+        said = stop_run(p, f"missing{rank}", work / f"missing{rank}.log", "SIGTERM in the rendezvous", t0)
+        print(f"ok: rank {rank} of 3, rank 2 never started: SIGTERM in the rendezvous: {said}", flush=True)
+
+
+def mode_startup(hetrain, work):
+    ref, ck = work / "ref.json", work / "ck"
+    run_to_end([hetrain, "run", "-n", "3", *FLAGS, "--metrics", str(ref)], work, "uninterrupted")
+    names = []
+    for i, delay in enumerate(STARTUP_DELAYS):
+        name = f"start{i}"
+        log = work / f"{name}.log"
+        proc = start(hetrain_run(hetrain, 3, name, work, "--checkpoint", str(ck), *resume_flags(ck)), log)
+        wait_listening(proc, name, log)
+        time.sleep(delay)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        said = stop_run(proc, name, log, f"SIGTERM {delay} s after the start", t0)
+        print(f"ok: {name}: SIGTERM to hetrain run -n 3 {delay} s after its start: {said}", flush=True)
+        names.append(name)
+    names.append("last")
+    run_to_end(hetrain_run(hetrain, 3, "last", work, "--checkpoint", str(ck), *resume_flags(ck)), work, "last")
+    check_chain(work, names, ref, 0.0, "stops while starting, 3 workers")
+    stop_with_a_peer_missing(hetrain, work)
+
+
+MODES = {"run": mode_run, "torchrun": mode_torchrun, "srun": mode_srun, "startup": mode_startup}
 
 
 if __name__ == "__main__":
-    main()
+    run_modes(MODES, __doc__)

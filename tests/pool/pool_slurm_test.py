@@ -20,11 +20,14 @@ count the submissions: exactly one per generation the state records).
 
 Root, `ip netns`, slurm-wlm and munge are needed: outside CI a missing one
 skips (exit 77, printed); under CI (CI non-empty) it fails with the reason.
-Every daemon and namespace is removed at the end, also on failure.
+Every daemon and namespace is removed at the end, also on failure, on SIGTERM
+or SIGINT and past TOTAL_LIMIT (under CTest's TIMEOUT, which kills with
+SIGKILL); what a run killed outright left is removed by the next one.
 
 Usage: pool_slurm_test.py --hetrain BIN --work DIR
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -33,6 +36,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from slurm_cluster import exit_on_signals, munged, stop_all, write_conf  # noqa: E402  tests/cli/slurm_cluster.py
 
 SKIP = 77
 TYPES = ["fast", "fast", "slow"]          # node0..node2
@@ -55,33 +61,8 @@ UP_LIMIT = 60        # seconds for the cluster to report its nodes idle
 RUN_LIMIT = 600      # seconds for all jobs to finish
 COMMAND_LIMIT = 30   # seconds any Slurm command may take
 
-SLURM_CONF = """ClusterName=hetrainpool
-SlurmctldHost=node0({a}.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={w}/munge.sock
-CredType=cred/munge
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SwitchType=switch/none
-MpiDefault=none
-StateSaveLocation={w}/state
-SlurmdSpoolDir={w}/spool/%n
-SlurmctldPidFile={w}/slurmctld.pid
-SlurmdPidFile={w}/slurmd.%n.pid
-SlurmctldLogFile={w}/slurmctld.log
-SlurmdLogFile={w}/slurmd.%n.log
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-ReturnToService=2
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MinJobAge=600
-{nodes}
-PartitionName=pool Nodes=node[0-2] Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
-"""
+TOTAL_LIMIT = 840     # seconds for the whole test: under CTest's TIMEOUT (900), which kills with SIGKILL
+KILL_LIMIT = 10      # seconds for processes to be gone after SIGKILL
 
 
 def fail(msg):
@@ -97,25 +78,65 @@ def skip_or_fail(why):
 
 
 class Cluster:
-    """Namespaces, munged, slurmctld and three slurmd; all removed on exit."""
+    """Namespaces, munged, slurmctld and three slurmd; all removed on exit,
+    whatever ends the test (exit_on_signals). The names derive from the work
+    folder, so a run that was killed outright (SIGKILL: nothing could clean up)
+    is cleaned up by the next run in the same folder (clean_leftovers)."""
 
     def __init__(self, work):
-        self.w = work / "slurm"
-        self.tag = f"hp{os.getpid() % 100000}"
-        self.addr = f"10.{201 + os.getpid() % 50}.{os.getpid() % 250}"
+        self.w = work.resolve() / "slurm"  # absolute: how clean_leftovers knows our munged by its command line
+        digest = int(hashlib.sha1(str(work.resolve()).encode()).hexdigest()[:8], 16)
+        self.tag = f"hp{digest % 100000:05d}"
+        self.addr = f"10.{201 + digest % 50}.{digest % 250}"
         self.procs, self.netns = [], []
 
     def ns(self, k):
         return f"{self.tag}n{k}"
+
+    def names(self):
+        return [f"{self.tag}br", *(self.ns(k) for k in range(len(TYPES)))]
 
     def sh(self, *cmd):
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=COMMAND_LIMIT)
         if r.returncode != 0:
             fail(f"{' '.join(cmd)}: {r.stderr.strip()}")
 
+    def clean_leftovers(self):
+        """What a killed earlier run in this folder left: its namespaces with every process in them
+        (daemons, job steps), and its munged (in the root namespace: found by its pid file)."""
+        existing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                  timeout=COMMAND_LIMIT).stdout.split()
+        left = [ns for ns in self.names() if ns in existing]
+        pid_file = self.w / "munged.pid"
+        munge = int(pid_file.read_text().split()[0]) if pid_file.is_file() else None
+        if munge and str(self.w) not in cmdline(munge):
+            munge = None  # the pid was reused: not ours
+        if left or munge:
+            print(f"cleaning up after an earlier run: namespaces {left}, munged {munge}", flush=True)
+        self.kill_in(left, [munge] if munge else [])
+        for ns in left:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=COMMAND_LIMIT)
+
+    @staticmethod
+    def kill_in(namespaces, extra, spare=()):
+        """SIGKILL to every process in `namespaces` and to `extra`, except `spare`; waits until they are gone."""
+        pids = set(extra)
+        for ns in namespaces:
+            r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=COMMAND_LIMIT)
+            pids |= set(map(int, r.stdout.split()))
+        pids -= set(spare)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + KILL_LIMIT
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
+            time.sleep(0.1)
+
     def make_namespaces(self):
         br = f"{self.tag}br"
-        r = subprocess.run(["ip", "netns", "add", br], capture_output=True, text=True)
+        r = subprocess.run(["ip", "netns", "add", br], capture_output=True, text=True, timeout=COMMAND_LIMIT)
         if r.returncode != 0:
             skip_or_fail(f"network namespaces not allowed here: {r.stderr.strip()}")
         self.netns.append(br)
@@ -123,8 +144,8 @@ class Cluster:
         self.sh("ip", "-n", br, "link", "set", "br0", "up")
         for k in range(len(TYPES)):
             ns = self.ns(k)
+            self.netns.append(ns)  # before it exists: a signal now still removes it
             self.sh("ip", "netns", "add", ns)
-            self.netns.append(ns)
             self.sh("ip", "-n", ns, "link", "add", "veth0", "type", "veth", "peer", "name", f"p{k}", "netns", br)
             self.sh("ip", "-n", br, "link", "set", f"p{k}", "master", "br0", "up")
             self.sh("ip", "-n", ns, "addr", "add", f"{self.addr}.{k + 1}/24", "dev", "veth0")
@@ -146,23 +167,18 @@ class Cluster:
         for b in ("ip", "nsenter", "unshare", "munged", "slurmctld", "slurmd", "sbatch"):
             if shutil.which(b) is None:
                 skip_or_fail(f"{b} not found (scripts/setup.sh --test installs slurm-wlm and munge)")
-        for d in ("state", "spool"):
-            (self.w / d).mkdir(parents=True)
-        self.w.chmod(0o755)
-        key = self.w / "munge.key"
-        key.write_bytes(os.urandom(1024))
-        key.chmod(0o400)
         nodes = "\n".join(f"NodeName=node{k} NodeAddr={self.addr}.{k + 1} CPUs=2 RealMemory=1000 Feature={t} "
                           f"State=UNKNOWN" for k, t in enumerate(TYPES))
-        self.conf = self.w / "slurm.conf"
-        self.conf.write_text(SLURM_CONF.format(a=self.addr, w=self.w, nodes=nodes))
+        specific = (f"SlurmctldHost=node0({self.addr}.1)\nSlurmdSpoolDir={self.w}/spool/%n\n"
+                    f"SlurmdPidFile={self.w}/slurmd.%n.pid\nSlurmdLogFile={self.w}/slurmd.%n.log\nMinJobAge=600\n"
+                    f"{nodes}\nPartitionName=pool Nodes=node[0-2] Default=YES MaxTime=INFINITE State=UP "
+                    "OverSubscribe=EXCLUSIVE")
+        self.conf, key = write_conf(self.w, "hetrainpool", specific)
         self.env = {k: v for k, v in os.environ.items() if k not in ("MASTER_ADDR", "MASTER_PORT")}
         self.env["SLURM_CONF"] = str(self.conf)
         try:
             self.make_namespaces()
-            self.start("munged", ["munged", "-F", "--force", f"--socket={self.w}/munge.sock", f"--key-file={key}",
-                                  f"--log-file={self.w}/munged.log", f"--pid-file={self.w}/munged.pid",
-                                  f"--seed-file={self.w}/munged.seed"])
+            self.start("munged", munged(self.w, key))
             time.sleep(0.5)
             self.start("slurmctld", self.in_node(0, ["slurmctld", "-D", "-f", str(self.conf)]))
             for k in range(len(TYPES)):
@@ -192,7 +208,7 @@ class Cluster:
 
     def __exit__(self, *exc):
         # Jobs still running (a failed test) are cancelled; whatever is left in
-        # our namespaces after that (job steps outlive slurmd) is killed.
+        # our namespaces after that (job steps outlive slurmd, the controller) is killed.
         try:
             if self.procs and self.netns:
                 self.run(["scancel", "--user=root"])
@@ -201,24 +217,20 @@ class Cluster:
                     time.sleep(0.5)
         except (OSError, subprocess.SubprocessError):
             pass  # the daemons are gone or stuck: what is left is killed below
-        daemons = {p.pid for p in self.procs}
-        for ns in self.netns:
-            r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
-            for pid in map(int, r.stdout.split()):
-                if pid not in daemons:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-        for p in reversed(self.procs):
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for ns in reversed(self.netns):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        existing = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                      timeout=COMMAND_LIMIT).stdout.split())
+        ours = [ns for ns in self.netns if ns in existing]
+        self.kill_in(ours, [], spare={p.pid for p in self.procs})
+        stop_all(self.procs)
+        for ns in reversed(ours):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=COMMAND_LIMIT)
+
+
+def cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def job_file(spool, work, name, samples):
@@ -300,6 +312,9 @@ def main():
                     help="never kill the controller (bench/pool_sim_vs_real.py compares such a run with the simulator)")
     a = ap.parse_args()
     hetrain, work = os.path.abspath(a.hetrain), Path(a.work)
+    exit_on_signals(TOTAL_LIMIT)
+    if os.geteuid() == 0 and shutil.which("ip"):
+        Cluster(work).clean_leftovers()
     shutil.rmtree(work, ignore_errors=True)
     spool = work / "spool"
     for d in ("spool", "samples", "metrics", "ck"):

@@ -121,6 +121,23 @@ TEST_F(Pool, TheStateSurvivesARoundTripAndABadFileIsADataError) {
   EXPECT_THROW(load_state(write("bad.json", "{\"jobs\": 1}")), DataError);
 }
 
+// A stop the controller asked for can end a job in more ways than exit 6: a
+// peer that left for it (4), a task killed before it listened or by the
+// cancel past the deadline (srun: 128 + N). Those resume; errors that would
+// only happen again fail, stopping or not.
+TEST(AfterExit, WhatEndedAJobStoppingOrRunning) {
+  for (const bool stopping : {false, true}) {
+    EXPECT_EQ(after_exit(0, stopping), Status::kDone);
+    EXPECT_EQ(after_exit(6, stopping), Status::kWaiting);
+    EXPECT_EQ(after_exit(-1, stopping), Status::kWaiting);
+    for (const int error : {1, 2, 3}) EXPECT_EQ(after_exit(error, stopping), Status::kFailed) << error;
+  }
+  for (const int by_stop : {4, 5, 128 + 15, 128 + 9}) {
+    EXPECT_EQ(after_exit(by_stop, true), Status::kWaiting) << by_stop;
+    EXPECT_EQ(after_exit(by_stop, false), Status::kFailed) << by_stop;
+  }
+}
+
 TEST(Command, OutputExitCodeAndATimeoutThatKills) {
   const CommandResult r = run_command({"sh", "-c", "echo out; echo err >&2; exit 3"}, 10.0);
   EXPECT_EQ(r.exit_code, 3);

@@ -186,6 +186,32 @@ int report_stop(const train::TrainOptions& o, const train::TrainResult& r, int r
   return static_cast<int>(ExitCode::kStopped);
 }
 
+// Stopped on request before every rank agreed on a step: before the group
+// connected (nothing trained), or a peer left for the same request mid-step.
+// The checkpoint folder holds its last complete checkpoint (written
+// atomically), or none yet: the run continues from there, or starts again.
+int report_early_stop(const train::TrainOptions& o, int rank, const char* when) {
+  const bool saved = train::has_checkpoint(o.checkpoint_dir);
+  std::fprintf(stderr, "hetrain: rank %d stopped on request %s; %s\n", rank, when,
+               saved ? fmt::format("the last checkpoint in {} stands (continue with --resume {})",
+                                   o.checkpoint_dir, o.checkpoint_dir)
+                           .c_str()
+                     : "no checkpoint yet (start again without --resume)");
+  return static_cast<int>(ExitCode::kStopped);
+}
+
+// The group, or nothing when a request to stop ended the rendezvous: the
+// signal interrupts c10d's connect (poll is never restarted), or a peer left
+// for it. A stop while c10d waits ends the process there (comm/gloo/gloo_group.h).
+std::optional<comm::Group> connect_unless_stopped(const comm::WorldInfo& world, std::chrono::milliseconds timeout) {
+  try {
+    return comm::connect_gloo(world, timeout, &train::stop_requested);
+  } catch (const CommError&) {
+    if (!train::stop_requested()) throw;
+    return std::nullopt;
+  }
+}
+
 int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   comm::WorldInfo world = comm::world_from_env(comm::process_env());
   if (!l.master_addr.empty()) world.master_addr = l.master_addr;
@@ -201,7 +227,10 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
   train::set_compute_threads(o.threads > 0 ? o.threads : default_threads(world.local_world_size));
   const auto data = train::load_dataset(o);
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_seconds * 1000.0));
-  comm::Group group = comm::connect_gloo(world, timeout);
+  if (train::stop_requested()) return report_early_stop(o, world.rank, "before connecting to the other workers");
+  std::optional<comm::Group> connected = connect_unless_stopped(world, timeout);
+  if (!connected) return report_early_stop(o, world.rank, "while connecting to the other workers");
+  comm::Group& group = *connected;
   const auto level = o.quiet ? report::LogLevel::kError : report::parse_log_level(o.log_level);
   const bool talk = group.rank() == 0 && level >= report::LogLevel::kInfo;
   report::Progress progress(std::cout, ::isatty(STDOUT_FILENO) != 0, level);
@@ -223,7 +252,14 @@ int run_worker(train::TrainOptions o, const LaunchOptions& l) {
                metric_text(m.metric, e.test_metric), e.seconds, record::balance_efficiency(m.steps));
     std::fflush(stdout);
   };
-  const auto result = train::train(o, data, group, on_epoch, on_step);
+  train::TrainResult result;
+  try {
+    result = train::train(o, data, group, on_epoch, on_step);
+  } catch (const CommError&) {
+    // After a request to stop, a peer that left did so for it: a stop, not a failure.
+    if (!train::stop_requested()) throw;
+    return report_early_stop(o, group.rank(), "while a peer left for the same request");
+  }
   if (result.stopped) return report_stop(o, result, group.rank());
   if (group.rank() == 0) {
     if (!o.metrics_path.empty()) write_file_atomic(o.metrics_path, record::to_json(result.metrics));

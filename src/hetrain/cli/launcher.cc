@@ -164,7 +164,14 @@ AttemptEnd run_attempt(const LaunchPlan& plan, int attempt, std::uint16_t port) 
   for (int r = 0; r < plan.nproc; ++r) {
     int fds[2];
     const bool piped = ::pipe2(fds, O_CLOEXEC) == 0;
+    // The worker starts with the stop signals blocked (inherited across exec):
+    // one sent before it listens waits for it (train/stop.h) instead of
+    // killing it. Ours are held for the fork only.
+    const sigset_t stop_set = train::stop_signal_set();
+    sigset_t before;
+    ::pthread_sigmask(SIG_BLOCK, &stop_set, &before);
     const pid_t pid = piped ? ::fork() : -1;
+    if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     if (pid < 0) {
       for (pid_t p : pids)
         if (p > 0) ::kill(p, SIGKILL);

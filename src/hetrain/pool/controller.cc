@@ -17,9 +17,13 @@ namespace hetrain::pool {
 namespace {
 
 constexpr int kStoppedExitCode = static_cast<int>(ExitCode::kStopped);
-// A stop request that reached a worker before it noted signals is lost (the
-// job script ignores it then): repeated this often until the job ends.
+// A stop request that reached a job before its workers existed is lost:
+// repeated this often until the job ends.
 constexpr double kResignalSeconds = 5.0;
+// Slurm's default KillWait: the time a preempted job gets before SIGKILL,
+// and what a worker's stop takes well within (docs/errors.md). A job not
+// gone by then is cancelled (scancel: SIGTERM, SIGKILL after KillWait).
+constexpr double kStopDeadlineSeconds = 30.0;
 
 double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -105,18 +109,20 @@ bool Controller::reconcile(const std::vector<QueuedJob>& queue, double now) {
     }
     const int code = recorded_exit(jobs_.at(name), js.generation);
     if (code < 0 && js.status == Status::kSubmitting) continue;  // never reached Slurm: act submits it
+    const bool stopping = js.status == Status::kStopping;
     js.exit_code = code;
     js.started = true;
     js.allocation.clear();
-    js.status = code == 0                              ? Status::kDone
-                : code == kStoppedExitCode || code < 0 ? Status::kWaiting
-                                                       : Status::kFailed;
+    js.status = after_exit(code, stopping);
+    stop_since_.erase(name);
     if (js.status == Status::kDone) js.ended = now;
     say(fmt::format("{} (Slurm job {}) ended: {}", name, js.slurm_id,
-                    code == 0                  ? "done"
-                    : code == kStoppedExitCode ? "stopped with a checkpoint"
-                    : code < 0                 ? "gone without an exit code; it will resume"
-                                               : fmt::format("failed, exit code {}", code)));
+                    code == 0                       ? "done"
+                    : code == kStoppedExitCode      ? "stopped; it will resume from its last checkpoint"
+                    : code < 0                      ? "gone without an exit code; it will resume"
+                    : js.status == Status::kWaiting ? fmt::format("exit code {} while stopping; it will resume "
+                                                                  "from its last checkpoint", code)
+                                                    : fmt::format("failed, exit code {}", code)));
     changed = true;
   }
   if (changed) save();
@@ -161,6 +167,25 @@ void Controller::submit(const std::string& name, JobState& js) {
                   js.started ? ", resuming from its checkpoint" : ""));
 }
 
+// A job being stopped: signalled again while it runs (a request can reach a
+// job before its workers exist: the batch script is still reading its nodes),
+// and cancelled outright past the stop deadline, so that no job start-up or
+// hang can hold it (or its nodes) for good.
+void Controller::stop(const std::string& name, const JobState& js, const QueuedJob& q) {
+  const double t = now();
+  const double since = stop_since_.emplace(name, t).first->second;  // after our restart: from now
+  if (t - since >= kStopDeadlineSeconds) {
+    if (cancelled_.insert(q.id).second) {
+      slurm_.cancel(q);
+      say(fmt::format("{} (Slurm job {}) not stopped {:.0f} s after the request: cancelled; it will resume from "
+                      "its last checkpoint", name, js.slurm_id, kStopDeadlineSeconds));
+    }
+  } else if (t - signalled_[name] >= kResignalSeconds) {
+    slurm_.stop(q);
+    signalled_[name] = t;
+  }
+}
+
 // Running jobs whose machines change are stopped; waiting jobs the plan
 // places are submitted (they wait in Slurm while a stopping job still holds
 // their nodes).
@@ -171,9 +196,8 @@ void Controller::act(const std::vector<QueuedJob>& queue) {
       continue;
     }
     const QueuedJob* q = find(queue, slurm_name(name, js.generation));
-    if (js.status == Status::kStopping && q != nullptr && now() - signalled_[name] >= kResignalSeconds) {
-      slurm_.stop(*q);  // again: after a restart, or lost while the job started
-      signalled_[name] = now();
+    if (js.status == Status::kStopping && q != nullptr) {
+      stop(name, js, *q);
       continue;
     }
     const auto t = target_.find(name);
@@ -183,7 +207,7 @@ void Controller::act(const std::vector<QueuedJob>& queue) {
       js.status = Status::kStopping;
       save();
       slurm_.stop(*q);
-      signalled_[name] = now();
+      signalled_[name] = stop_since_[name] = now();
       if (o_.crash_after == "scancel") std::_Exit(kCrashExitCode);
       say(fmt::format("{} (Slurm job {}) stopping: the plan moves it from {} to {}", name, js.slurm_id,
                       placement(pool_, js.allocation), placement(pool_, t->second)));

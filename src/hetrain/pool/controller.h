@@ -3,7 +3,8 @@
 // re-plans with sched::plan_round and acts through Slurm's commands: submits
 // each placed job on nodes of its machine types (features), and moves a job
 // whose machines change by stopping it (scancel --signal=TERM: a checkpoint,
-// exit code 6) and submitting it again, resuming, on the new ones.
+// exit code 6) and submitting it again, resuming, on the new ones. A job
+// that is not gone within Slurm's KillWait of the request is cancelled.
 //
 // Never lost, never twice: every action is written to the state file before
 // it is taken (submitting G, stopping), and Slurm jobs are named by job and
@@ -50,6 +51,7 @@ class Controller {
   void replan(double now);
   void act(const std::vector<QueuedJob>& queue);
   void submit(const std::string& name, JobState& js);
+  void stop(const std::string& name, const JobState& js, const QueuedJob& q);
   void save() const;
   void say(const std::string& line) const;
   double now() const;
@@ -63,6 +65,8 @@ class Controller {
   std::map<std::string, sched::Allocation> target_;  // the last plan's, by name
   std::set<std::string> refused_;                    // spool files with errors (reported once)
   std::map<std::string, double> signalled_;          // when each stopping job was last signalled
+  std::map<std::string, double> stop_since_;         // when it was first (by this controller)
+  std::set<std::string> cancelled_;                  // Slurm ids cancelled past the stop deadline
   double last_plan_ = -1.0;
 };
 

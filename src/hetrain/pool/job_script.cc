@@ -36,9 +36,12 @@ emu=(); if [ "$emulated" = 1 ]; then emu=(--speeds "$speeds"); fi
 # Node names may not resolve: rank 0 runs on this node, reached by address.
 export MASTER_ADDR=$(hostname -I | cut -d' ' -f1)
 set +e
-# A stop request that comes while a worker is still starting (before hetrain
-# notes signals) is ignored rather than fatal; the controller repeats it.
-srun --ntasks-per-node=1 bash -c 'trap "" TERM USR1; exec "$@"' worker "$hetrain" worker "${flags[@]}" \
+# A stop request that comes while a worker is still starting waits, blocked,
+# until hetrain notes signals (train/stop.h) instead of killing it. Without
+# coreutils 8.31's --block-signal such a request kills the worker, which the
+# controller also takes as the stop (pool/state.h).
+block=(); if env --block-signal=TERM true 2>/dev/null; then block=(env --block-signal=TERM,USR1,INT); fi
+srun --ntasks-per-node=1 "${block[@]}" "$hetrain" worker "${flags[@]}" \
   --policy static --shares "$shares" "${emu[@]}" --checkpoint "$ck" "${resume[@]}"
 rc=$?
 echo "$rc" > "$exit_file.tmp" && mv "$exit_file.tmp" "$exit_file"

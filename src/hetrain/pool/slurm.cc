@@ -35,15 +35,24 @@ std::vector<QueuedJob> Slurm::queue(const std::string& prefix) const {
   return out;
 }
 
-void Slurm::stop(const QueuedJob& job) const {
-  const std::string& id = job.id;
-  const CommandResult r = job.state == "PENDING" ? run_command({"scancel", id}, timeout_)
-                                                 : run_command({"scancel", "--signal=TERM", id}, timeout_);
+namespace {
+
+void scancel(const std::vector<std::string>& argv, const std::string& id, double timeout) {
+  const CommandResult r = run_command(argv, timeout);
   // A job that ended meanwhile is no error: its exit file tells.
   if (r.exit_code != 0 && r.output.find("Invalid job id") == std::string::npos &&
       r.output.find("already completing") == std::string::npos) {
     throw Error(fmt::format("scancel {} failed: {}", id, first_line(r.output)));
   }
 }
+
+}  // namespace
+
+void Slurm::stop(const QueuedJob& job) const {
+  if (job.state == "PENDING") return cancel(job);
+  scancel({"scancel", "--signal=TERM", job.id}, job.id, timeout_);
+}
+
+void Slurm::cancel(const QueuedJob& job) const { scancel({"scancel", job.id}, job.id, timeout_); }
 
 }  // namespace hetrain::pool

@@ -25,6 +25,8 @@ class Slurm {
   // scancel --signal=TERM: the job's tasks stop after a step, with a
   // checkpoint; a job still pending is cancelled (nothing ran to save).
   void stop(const QueuedJob& job) const;
+  // scancel: SIGTERM to the batch script and every task, SIGKILL after KillWait.
+  void cancel(const QueuedJob& job) const;
 
  private:
   double timeout_;

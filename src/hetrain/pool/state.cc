@@ -27,6 +27,16 @@ Status parse_status(const std::string& name, const std::string& path) {
 
 std::string status_name(Status s) { return kNames.at(static_cast<std::size_t>(s)); }
 
+Status after_exit(int exit_code, bool stopping) {
+  // srun's exit code for a task killed by signal N (as a shell reports it).
+  constexpr int kKilledBySignal = 128;
+  if (exit_code == 0) return Status::kDone;
+  if (exit_code < 0 || exit_code == static_cast<int>(ExitCode::kStopped)) return Status::kWaiting;
+  const bool caused_by_stop = exit_code == static_cast<int>(ExitCode::kComm) ||
+                              exit_code == static_cast<int>(ExitCode::kWorker) || exit_code > kKilledBySignal;
+  return stopping && caused_by_stop ? Status::kWaiting : Status::kFailed;
+}
+
 PoolState load_state(const std::string& path) {
   PoolState s;
   if (!std::filesystem::exists(path)) return s;

@@ -37,6 +37,15 @@ struct PoolState {
   double clock_origin = 0.0;             // the first start, seconds since the epoch
 };
 
+// What a job's Slurm run ending with `exit_code` (what its script recorded;
+// -1: none) makes of it. 0: done. 6, or none (cancelled, lost with its node):
+// waiting, to resume from its checkpoint. While the controller is stopping it
+// (`stopping`), an end the stop caused is one too: 4 (a peer left for the
+// stop), 5, or 128 + N (a task killed by signal N, e.g. by the escalation);
+// checkpoints are written atomically, so the last one stands. Anything else
+// (1, 2, 3: errors that would happen again): failed.
+Status after_exit(int exit_code, bool stopping);
+
 PoolState load_state(const std::string& path);  // an empty state when there is no file
 void save_state(const std::string& path, const PoolState& s);
 

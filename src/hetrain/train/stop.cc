@@ -38,12 +38,35 @@ StopSignals::StopSignals() {
   for (std::size_t i = 0; i < kStopSignals.size(); ++i) {
     if (::sigaction(kStopSignals[i], &sa, &previous_[i]) != 0) throw Error("cannot install a signal handler");
   }
+  // A launcher may start us with these blocked (`hetrain run`, the pool's job
+  // script): a request that came while we were starting is pending, and is
+  // noted now instead of killing a process that had not yet listened.
+  const sigset_t ours = stop_signal_set();
+  if (::pthread_sigmask(SIG_UNBLOCK, &ours, nullptr) != 0) throw Error("cannot unblock the stop signals");
 }
 
+// The mask stays unblocked: without a StopSignals a signal acts as usual.
+// But a process that stopped on request is on its way out (exit code 6): a
+// repeated request (Slurm may signal twice, `hetrain pool` repeats its own)
+// is the same one, and must not turn that exit into a death by signal while
+// libtorch's destructors run. Ctrl-C still ends it.
 StopSignals::~StopSignals() {
-  for (std::size_t i = 0; i < kStopSignals.size(); ++i) ::sigaction(kStopSignals[i], &previous_[i], nullptr);
+  for (std::size_t i = 0; i < kStopSignals.size(); ++i) {
+    if (stop_requested() && kStopSignals[i] != SIGINT) {
+      ::signal(kStopSignals[i], SIG_IGN);
+    } else {
+      ::sigaction(kStopSignals[i], &previous_[i], nullptr);
+    }
+  }
 }
 
 int stop_signal() { return g_stop_signal.load(); }
+
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kStopSignals) sigaddset(&set, sig);
+  return set;
+}
 
 }  // namespace hetrain::train

@@ -15,7 +15,9 @@ namespace hetrain::train {
 // While one exists, SIGTERM, SIGINT and SIGUSR1 are noted instead of
 // killing the process (SA_RESTART: blocking calls are not interrupted), but
 // a second SIGINT kills it as usual (Ctrl-C twice); the
-// previous handlers come back when it is destroyed. One per process at a
+// previous handlers come back when it is destroyed. Creating it unblocks the
+// three: a request held blocked since before exec (how launchers start
+// workers) is noted then. One per process at a
 // time (the CLI's worker and launcher make one each).
 class StopSignals {
  public:
@@ -30,6 +32,10 @@ class StopSignals {
 
 // The signal that asked this process to stop (0: none yet).
 int stop_signal();
+
+// SIGTERM, SIGINT and SIGUSR1: what a launcher blocks while it starts a
+// worker, so that a request cannot kill it before it listens.
+sigset_t stop_signal_set();
 
 // True once a stop was requested.
 inline bool stop_requested() { return stop_signal() != 0; }

@@ -309,10 +309,11 @@ TrainResult Training::run() {
 void resume_after_restart(TrainOptions& o, int restart_count) {
   o.restart_count = restart_count;
   if (restart_count == 0 || o.checkpoint_dir.empty()) return;
-  // Written atomically: a file that exists is a complete checkpoint.
-  if (std::filesystem::exists(std::filesystem::path(o.checkpoint_dir) / kCheckpointFile)) {
-    o.resume_dir = o.checkpoint_dir;
-  }
+  if (has_checkpoint(o.checkpoint_dir)) o.resume_dir = o.checkpoint_dir;
+}
+
+bool has_checkpoint(const std::string& dir) {
+  return !dir.empty() && std::filesystem::exists(std::filesystem::path(dir) / kCheckpointFile);
 }
 
 data::DataSplit load_data(const TrainOptions& o) {

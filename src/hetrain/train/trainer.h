@@ -64,6 +64,9 @@ TrainResult train(const TrainOptions& options, const data::DataSplit& data, comm
 // visible to every worker (as for --resume).
 void resume_after_restart(TrainOptions& options, int restart_count);
 
+// Whether DIR holds a checkpoint (written atomically: one that exists is complete).
+bool has_checkpoint(const std::string& dir);
+
 // Loads the data set the options name (Fashion-MNIST by default).
 data::DataSplit load_data(const TrainOptions& options);
 

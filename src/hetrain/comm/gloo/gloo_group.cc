@@ -12,7 +12,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -74,27 +76,23 @@ class GlooRequest final : public Request {
 };
 
 // c10d 1.13's TCPStore::wait can block in recv past its timeout when a peer never arrives (seen under Slurm:
-// a rank stopped while it was starting), so building the group gets a deadline of its own. Past it nothing can
-// wake the blocked thread, so the process ends here with the one line and the exit code of a CommError
-// (docs/errors.md) instead of hanging.
-class ConnectDeadline {
+// a rank stopped while it was starting), and nothing can wake the blocked thread. So connecting has a watch of
+// its own, on a thread: past the deadline it ends the process with the one line and the exit code of a
+// CommError; once a stop is requested (the `stop` predicate) it ends it with the exit code of a stop on request,
+// since a rank that has not connected has trained nothing and has nothing to save, and the peer it waits for
+// may have left for the same request (docs/errors.md).
+class ConnectWatch {
  public:
   // c10d's own timeout gets this long to fail first, with its clearer message.
   static constexpr std::chrono::seconds kGrace{10};
+  // How often the stop predicate is read: prompt next to Slurm's KillWait (30 s), and idle otherwise.
+  static constexpr std::chrono::milliseconds kStopPoll{100};
 
-  ConnectDeadline(std::chrono::milliseconds timeout, int rank)
-      : thread_([this, timeout, rank] {
-          std::unique_lock<std::mutex> lock(mu_);
-          if (cv_.wait_for(lock, timeout + kGrace, [this] { return done_; })) return;
-          std::fprintf(stderr, "hetrain: error: rank %d: the Gloo group was not connected within %lld s (a peer "
-                       "never arrived)\n", rank,
-                       static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()));
-          std::fflush(stderr);
-          std::_Exit(static_cast<int>(ExitCode::kComm));
-        }) {}
-  ConnectDeadline(const ConnectDeadline&) = delete;
-  ConnectDeadline& operator=(const ConnectDeadline&) = delete;
-  ~ConnectDeadline() {
+  ConnectWatch(std::chrono::milliseconds timeout, int rank, std::function<bool()> stop)
+      : timeout_(timeout), rank_(rank), stop_(std::move(stop)), thread_([this] { watch(); }) {}
+  ConnectWatch(const ConnectWatch&) = delete;
+  ConnectWatch& operator=(const ConnectWatch&) = delete;
+  ~ConnectWatch() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_ = true;
@@ -102,11 +100,40 @@ class ConnectDeadline {
     cv_.notify_all();
     thread_.join();
   }
+  // The group is being built: from now on it has `timeout` + kGrace.
+  void start_deadline() {
+    std::lock_guard<std::mutex> lock(mu_);
+    deadline_ = std::chrono::steady_clock::now() + timeout_ + kGrace;
+  }
 
  private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, kStopPoll, [this] { return done_; })) {
+      if (stop_ && stop_()) {
+        end(ExitCode::kStopped, fmt::format("hetrain: rank {} stopped on request while connecting to the other "
+                                            "workers, before any step (nothing new to save)", rank_));
+      }
+      if (deadline_ && std::chrono::steady_clock::now() >= *deadline_) {
+        end(ExitCode::kComm, fmt::format("hetrain: error: rank {}: the Gloo group was not connected within {} s "
+                                         "(a peer never arrived)",
+                                         rank_, std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()));
+      }
+    }
+  }
+  [[noreturn]] static void end(ExitCode code, const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+    std::_Exit(static_cast<int>(code));
+  }
+
+  std::chrono::milliseconds timeout_;
+  int rank_;
+  std::function<bool()> stop_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::thread thread_;  // last: it starts once the members above exist
 };
 
@@ -120,7 +147,6 @@ class GlooGroup final : public GroupImpl {
     // One Gloo worker thread: collectives are issued one at a time and the
     // cores are better spent on compute.
     options->threads = 1;
-    const ConnectDeadline deadline(timeout, rank);
     pg_ = translate("cannot connect the Gloo process group",
                     [&] { return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options); });
   }
@@ -265,7 +291,8 @@ void serve_store(const WorldInfo& w, std::chrono::milliseconds timeout, const st
 
 }  // namespace
 
-Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout) {
+Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout, std::function<bool()> stop) {
+  ConnectWatch watch(timeout, w.rank, std::move(stop));
   const std::string what =
       fmt::format("rendezvous at {}:{} failed (rank {} of {}{})", w.master_addr, w.master_port, w.rank,
                   w.world_size, w.agent_store ? ", torchrun's agent store" : "");
@@ -287,6 +314,7 @@ Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout) {
     if (!w.job_id.empty()) return c10::make_intrusive<c10d::PrefixStore>("/hetrain/" + w.job_id, tcp);
     return tcp;
   });
+  watch.start_deadline();
   try {
     return Group(std::make_shared<GlooGroup>(store, w.rank, w.world_size, timeout, make_device(w.master_addr)));
   } catch (const CommError& e) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 #include "hetrain/comm/env.h"
@@ -11,8 +12,11 @@
 namespace hetrain::comm {
 
 // Rendezvous through a TCPStore served by rank 0 at master_addr:master_port.
-// `timeout` bounds the rendezvous and every later collective.
-Group connect_gloo(const WorldInfo& world, std::chrono::milliseconds timeout);
+// `timeout` bounds the rendezvous and every later collective. `stop`, when
+// given, is read while connecting: once it is true the process ends with
+// exit code 6 (a stop on request before any step: nothing to save), since c10d's
+// blocked waits cannot be woken to return (docs/errors.md).
+Group connect_gloo(const WorldInfo& world, std::chrono::milliseconds timeout, std::function<bool()> stop = {});
 
 // In-process rendezvous for threads-as-ranks tests: one shared in-memory
 // store; each thread calls connect_gloo(rendezvous, rank, size, timeout).
