@@ -124,8 +124,11 @@ TEST(LineEstimate, AChangeRestartsFromTheMedianOfItsSamplesNotFromASpike) {
   ASSERT_TRUE(changed);
   EXPECT_LT(l.predict(32.0), 0.64 * 1.2);
   EXPECT_GT(l.predict(32.0), 0.64 * 0.8);
-  // Known no better than the shift itself (a false alarm's shift is all selection).
-  EXPECT_GE(l.error(32.0), std::log(2.0) / kTuning.clip_sigmas * 0.99);
+  // The old level stays in reach for as many samples as can raise an alarm
+  // (a false alarm's shift is all selection), then the samples speak.
+  EXPECT_NEAR(l.reach(kTuning), std::log(2.0) / kTuning.clip_sigmas, 0.05);
+  for (int i = 0; i < 3; ++i) l.drift(kTuning), l.observe(32.0, 0.64, kTuning);
+  EXPECT_EQ(l.reach(kTuning), 0.0);
 }
 
 TEST(Estimator, ChangesOfHostWorkersAreSeenInTheirCpuSeconds) {

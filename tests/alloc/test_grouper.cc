@@ -1,6 +1,7 @@
 // The Grouper: one notion of alike, one hysteresis, never a chained spread.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "hetrain/alloc/grouper.h"
@@ -69,6 +70,26 @@ TEST(Grouper, AHeldGroupIsNotCutByNoiseWithinTwiceTheStatisticalTolerance) {
   EXPECT_EQ(g.group(keys({1.0, 1.1}, 0.05)), (Units{0, 0}));
   EXPECT_EQ(g.group(keys({1.0, 1.35}, 0.05)), (Units{0, 0}));  // 30%: held
   EXPECT_EQ(g.group(keys({1.0, 1.6}, 0.05)), (Units{0, 1}));   // 47%: cut
+}
+
+TEST(Grouper, AFreshChangeStaysInItsUnitButJoinsNoOther) {
+  Grouper g(kTuning);
+  // Twins 1.0 and 1.0, and a worker at 1.6; errors of 1%.
+  EXPECT_EQ(g.group(keys({1.0, 1.0, 1.6}, 0.01)), (Units{0, 0, 1}));
+  // The second twin's alarm moved it to 1.5, a shift of log 1.5 / 3 = 0.135
+  // of reach: held with its twin (2 x 3 x 0.135 = 0.81 > 0.405) ...
+  std::vector<GroupKey> k = keys({1.0, 1.5, 1.6}, 0.01);
+  k[1].reach = std::log(1.5) / kTuning.clip_sigmas;
+  EXPECT_EQ(g.group(k), (Units{0, 0, 1}));
+  // ... and, once the samples after it confirm it (no reach), cut from it
+  // (1.5 and 1.6 are apart on 1% errors too).
+  k[1].reach = 0.0;
+  EXPECT_EQ(g.group(k), (Units{0, 1, 2}));
+  // A fresh change never joins a unit it was not in on its reach.
+  Grouper h(kTuning);
+  std::vector<GroupKey> fresh = keys({1.0, 1.4}, 0.01);
+  fresh[1].reach = 0.5;
+  EXPECT_EQ(h.group(fresh), (Units{0, 1}));
 }
 
 TEST(Grouper, DifferentClassesAreNeverAlike) {

@@ -109,13 +109,11 @@ double LineEstimate::whiten(double z, const AdaptiveTuning& t) {
 
 // A change: the level at batch b becomes the prediction times the median
 // measured/predicted ratio r over the samples that raised the alarm (the
-// last few), so a spike among them does not set it. The line
-// restarts there as a first sample does (all of it per sample, the overhead
-// unknown: a change may not scale both alike), its noise and persistence
-// kept. Its level is known as well as those k samples tell, and no better
-// than the shift itself: the samples that raise an alarm are selected for
-// being far out (a false alarm's shift is all selection), so the old level
-// stays clip_sigmas errors away.
+// last few), so a spike among them does not set it. The line restarts there
+// as a first sample does (all of it per sample, the overhead unknown: a
+// change may not scale both alike), its noise and persistence kept, its
+// level known as well as those k samples tell; reach() keeps the old level
+// in sight for a few samples.
 void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   // The samples that raised it: its run, but no more than the fewest that can
   // (an abrupt change's run may start before it, in noise that kept the sum up).
@@ -125,14 +123,24 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   for (std::size_t j = 0; j < k; ++j) last[j] = recent_[(recent_n_ - 1 - j) % kRecent];
   const auto mid = last.begin() + static_cast<std::ptrdiff_t>(k / 2);
   std::nth_element(last.begin(), mid, last.begin() + static_cast<std::ptrdiff_t>(k));
-  const double y = predict(b) * std::exp(*mid), shift = *mid / t.clip_sigmas;
-  const double e2 = std::max(noise_ * noise_ / static_cast<double>(k), shift * shift);
+  const double y = predict(b) * std::exp(*mid);
+  const double e2 = noise_ * noise_ / static_cast<double>(k);
   const double noise = noise_;
   const std::size_t samples = samples_;
   const Persistence persist = cusum_.rose() ? before_up_ : before_down_;
   start(b, y, t);
   noise_ = noise, persist_ = persist, samples_ = samples;
   pcc_ += (e2 * y * y - t.prior_noise * t.prior_noise * y * y) / (b * b);
+  shift_ = *mid, reach_ = std::abs(*mid) / t.clip_sigmas, since_change_ = 0;
+}
+
+// Until a sample after it lands nearer the new level than the old one, or as
+// many samples as can raise an alarm have followed, the old level stays
+// within clip_sigmas of this reach: the samples that raise an alarm are
+// selected for being far out (a false alarm's shift is all selection).
+double LineEstimate::reach(const AdaptiveTuning& t) const {
+  const auto fewest = static_cast<std::size_t>(std::ceil(t.cusum_limit / (t.clip_sigmas - t.cusum_drift)));
+  return since_change_ < fewest ? reach_ : 0.0;
 }
 
 bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
@@ -145,6 +153,9 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   const double s = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) + noise_ * noise_ * y * y;
   const double z = std::clamp((q - y) / std::sqrt(s), -t.clip_sigmas, t.clip_sigmas);
   recent_[recent_n_++ % kRecent] = std::log(q / y);
+  // The first samples after a change: nearer the new level than the old one
+  // (log q/y against log q/y + shift) confirm it.
+  if (reach_ > 0.0 && std::abs(std::log(q / y)) < std::abs(std::log(q / y) + shift_)) reach_ = 0.0;
   const bool alarm = cusum_.add(whiten(z, t), t);
   if (alarm) {
     restart(b, t);
@@ -154,6 +165,7 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   }
   last_batch_ = b;
   ++samples_;
+  if (!alarm) ++since_change_;
   return alarm;
 }
 

@@ -62,6 +62,11 @@ class LineEstimate {
   double level_error() const { return error(last_batch_); }
   // Relative standard deviation of one measurement around the line.
   double noise() const { return noise_; }
+  // Relative distance (log) the last change moved the level, over
+  // clip_sigmas, until a sample confirms the new level or as many samples as
+  // can raise an alarm have followed (then 0): how far the old level may
+  // still be (the Grouper's hold).
+  double reach(const AdaptiveTuning& t) const;
   // Lag-1 autocorrelation of the residuals (0 to just below 1).
   double persistence() const { return persist_.corr; }
   std::size_t samples() const { return samples_; }
@@ -98,6 +103,9 @@ class LineEstimate {
   std::array<double, kRecent> recent_{};      // ring of log(measured / predicted)
   std::size_t recent_n_ = 0;                  // samples written to the ring
   double last_batch_ = 1.0;                   // the batch of the last sample
+  double shift_ = 0.0;                        // the last change's shift (log)
+  double reach_ = 0.0;                        // its size / clip_sigmas, until confirmed
+  std::size_t since_change_ = 0;              // samples since it
   std::size_t samples_ = 0, changes_ = 0;
   Cusum cusum_;
 };

@@ -25,6 +25,7 @@ struct Grouper::Segment {
   std::size_t first = 0, last = 0;
   std::size_t prev = kNone, next = kNone;
   double weight = 0.0, weighted_log = 0.0;  // sum of 1/e^2, and of log t / e^2
+  double reach = 0.0;                       // the largest of its members' reach
   std::size_t version = 0;                  // bumped at every merge: stale queue entries are skipped
   double level() const { return weighted_log / weight; }
   double error() const { return 1.0 / std::sqrt(weight); }
@@ -40,7 +41,9 @@ double Grouper::share(const std::vector<Segment>& s, std::size_t left, const std
   if (keys[i].klass != keys[j].klass) return std::numeric_limits<double>::infinity();
   const bool held = previous_.size() == keys.size() && previous_[i] == previous_[j];
   const double combined = std::sqrt(1.0 / a.weight + 1.0 / b.weight);  // hypot of the two errors
-  const double tolerance = (held ? 2.0 : 1.0) * std::max(tuning_.alike, tuning_.clip_sigmas * combined);
+  const double tolerance =
+      held ? 2.0 * std::max(tuning_.alike, tuning_.clip_sigmas * std::hypot(combined, std::hypot(a.reach, b.reach)))
+           : std::max(tuning_.alike, tuning_.clip_sigmas * combined);
   return (b.level() - a.level()) / tolerance;
 }
 
@@ -57,7 +60,7 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   for (std::size_t k = 0; k < n; ++k) {
     const GroupKey& key = keys[order[k]];
     const double e = std::max(key.error, kMinError), w = 1.0 / (e * e);
-    seg[k] = {k, k, k == 0 ? kNone : k - 1, k + 1 < n ? k + 1 : kNone, w, w * std::log(key.time), 0};
+    seg[k] = {k, k, k == 0 ? kNone : k - 1, k + 1 < n ? k + 1 : kNone, w, w * std::log(key.time), key.reach, 0};
   }
   // Boundaries by share, smallest first to a resolution of 1/kBuckets of the
   // tolerance (a bucket queue: O(N + kBuckets) where a heap was O(N log N));
@@ -78,7 +81,7 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
       Segment& a = seg[left];
       if (a.version != lv || a.next == kNone || seg[a.next].version != rv) continue;
       Segment& c = seg[a.next];
-      a.last = c.last, a.weight += c.weight, a.weighted_log += c.weighted_log;
+      a.last = c.last, a.weight += c.weight, a.weighted_log += c.weighted_log, a.reach = std::max(a.reach, c.reach);
       a.next = c.next, ++a.version, ++c.version;
       if (a.next != kNone) seg[a.next].prev = left;
       push(a.prev, b), push(left, b);

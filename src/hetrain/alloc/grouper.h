@@ -14,7 +14,10 @@
 // spread of speeds is not chained (a segment's level moves to its middle).
 // One hysteresis: a boundary between workers that were one unit at the last
 // call is held at twice the tolerance (6 standard errors: noise alone does
-// not cut a unit; a change does once its new level is known, estimator.h).
+// not cut a unit), its errors widened by the members' reach (a level a fresh
+// change alarm just moved may be a false alarm's: it stays in its unit until
+// the samples after the alarm confirm it). Reach only widens a boundary that
+// was held: it makes no worker alike to one it was not with.
 // O(N log N): a sort, then a bucket queue of boundaries.
 #pragma once
 
@@ -30,6 +33,7 @@ struct GroupKey {
   double time = 0.0;        // planned seconds per sample at the typical batch (> 0)
   double error = 0.0;       // its relative standard error
   std::size_t klass = 0;    // workers of different classes are never alike
+  double reach = 0.0;       // how far its level may have been a moment ago (a fresh change's, estimator.h)
 };
 
 class Grouper {

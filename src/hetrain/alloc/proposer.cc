@@ -95,11 +95,12 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     u = scaled(u, f);
     const std::size_t klass =
         cpu ? (u.host + 1) + (static_cast<std::size_t>(std::llround(u.cpus * 1000.0)) << 32) : 0;
-    p.key[i] = {std::max(t / at, 1e-15), err, klass};
+    const double reach = waits ? std::max(main.reach(tuning_), e.wait(i).reach(tuning_)) : main.reach(tuning_);
+    p.key[i] = {std::max(t / at, 1e-15), err, klass, reach};
     // The resource a saturated host rations is its CPU: tiers compare that
     // alone, on the same host whatever the CPUs.
     p.cpu_key[i] = {cpu ? std::max(u.cpu(at) / (f * at), 1e-15) : 1.0, cpu ? main.error(at) : 0.0,
-                    cpu ? u.host + 1 : 0};
+                    cpu ? u.host + 1 : 0, cpu ? main.reach(tuning_) : 0.0};
     if (incumbent[i] > 0) p.error = std::max(p.error, err);
   }
   return p;
