@@ -7,6 +7,12 @@
 namespace hetrain::alloc {
 namespace {
 
+// The fewest residuals that can raise a CUSUM alarm, each clipped at
+// clip_sigmas (3 with the tuning table's values).
+std::size_t fewest_to_alarm(const AdaptiveTuning& t) {
+  return static_cast<std::size_t>(std::ceil(t.cusum_limit / (t.clip_sigmas - t.cusum_drift)));
+}
+
 bool usable(double b, double q) { return b > 0.0 && q > 0.0 && std::isfinite(b) && std::isfinite(q); }
 
 }  // namespace
@@ -117,8 +123,8 @@ double LineEstimate::whiten(double z, const AdaptiveTuning& t) {
 void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   // The samples that raised it: its run, but no more than the fewest that can
   // (an abrupt change's run may start before it, in noise that kept the sum up).
-  const auto fewest = static_cast<std::size_t>(std::ceil(t.cusum_limit / (t.clip_sigmas - t.cusum_drift)));
-  const std::size_t k = std::clamp<std::size_t>(std::min(cusum_.run(), fewest), 1, std::min(recent_n_, kRecent));
+  const std::size_t k =
+      std::clamp<std::size_t>(std::min(cusum_.run(), fewest_to_alarm(t)), 1, std::min(recent_n_, kRecent));
   std::array<double, kRecent> last{};
   for (std::size_t j = 0; j < k; ++j) last[j] = recent_[(recent_n_ - 1 - j) % kRecent];
   const auto mid = last.begin() + static_cast<std::ptrdiff_t>(k / 2);
@@ -139,8 +145,7 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
 // within clip_sigmas of this reach: the samples that raise an alarm are
 // selected for being far out (a false alarm's shift is all selection).
 double LineEstimate::reach(const AdaptiveTuning& t) const {
-  const auto fewest = static_cast<std::size_t>(std::ceil(t.cusum_limit / (t.clip_sigmas - t.cusum_drift)));
-  return since_change_ < fewest ? reach_ : 0.0;
+  return since_change_ < fewest_to_alarm(t) ? reach_ : 0.0;
 }
 
 bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
