@@ -86,16 +86,22 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     const double t = cpu ? u.cpu(at) / u.cpus + u.wait(at) : u.wall_overhead + at * u.wall_per_sample;
     // The noise margin and the optimism scale the plan, not the key: noise
     // estimates of identical workers differ, their means do not.
-    // A host worker's time is its CPU and its time off the CPU: the less known of the two.
+    // A host worker's time is its CPU share plus its time off the CPU: their
+    // errors add as absolute ones, so a small, noisy CPU part (an emulated
+    // device's few milliseconds beside a 100 ms sleep) moves the whole little.
     const bool waits = cpu && e.wait(i).known();
-    const double err = waits ? std::max(main.error(at), e.wait(i).error(at)) : main.error(at);
-    const double level = waits ? std::max(main.level_error(), e.wait(i).level_error()) : main.level_error();
+    const double on = cpu ? u.cpu(at) / u.cpus : t, off = waits ? u.wait(at) : 0.0;
+    auto of_time = [&](double on_error, double off_error) {
+      return t > 0.0 ? std::hypot(on * on_error, off * off_error) / t : on_error;
+    };
+    const double err = of_time(main.error(at), waits ? e.wait(i).error(at) : 0.0);
+    const double level = of_time(main.level_error(), waits ? e.wait(i).level_error() : 0.0);
     double f = 1.0 + margin * w.noise();
     if (incumbent[i] == 0) f *= std::max(kMinOptimism, 1.0 - tuning_.explore_sigmas * level);
     u = scaled(u, f);
     const std::size_t klass =
         cpu ? (u.host + 1) + (static_cast<std::size_t>(std::llround(u.cpus * 1000.0)) << 32) : 0;
-    const double reach = waits ? std::max(main.reach(tuning_), e.wait(i).reach(tuning_)) : main.reach(tuning_);
+    const double reach = of_time(main.reach(tuning_), waits ? e.wait(i).reach(tuning_) : 0.0);
     p.key[i] = {std::max(t / at, 1e-15), err, klass, reach};
     // The resource a saturated host rations is its CPU: tiers compare that
     // alone, on the same host whatever the CPUs.
