@@ -289,6 +289,26 @@ TEST(Oracle, OnASaturatedMachineGivesTheCheapWorkerMore) {
   EXPECT_GE(split[0], 89u);
 }
 
+TEST(Oracle, OfTiedSplitsTakesTheOneThatHoldsIdenticalWorkersEqual) {
+  // One core, a 1 ms worker and two identical 2 ms ones: every sample on the
+  // cheap one is fastest (0.09 s); with a cap of 50 the other 40 go to the
+  // identical pair, and any split of those 40 ends at the same time (one
+  // core shared). Of the tied splits the oracle keeps the even one, so that
+  // only a real gain sets identical workers apart (the allocation property
+  // holds a policy's identical workers together wherever the oracle does).
+  Cluster c;
+  c.global_batch = 90;
+  c.gradient_bytes = 4;
+  c.machines.push_back({"one", 1.0});
+  c.groups = {group(1000.0), group(500.0)};
+  c.groups[1].count = 2;
+  for (auto& g : c.groups) g.machine = 0;
+  std::vector<std::size_t> rank_group{0, 1, 1};
+  const WorldView w{&c, &c.groups, &rank_group};
+  const auto split = oracle_split(w, 90, 50);
+  EXPECT_EQ(split, (std::vector<std::size_t>{50, 20, 20}));
+}
+
 TEST(Simulator, ThePolicySeesTimeOffTheCpuApart) {
   Cluster c = three();
   c.groups[1].device_sample_cost = 0.01;

@@ -122,6 +122,20 @@ bool improve(const WorldView& w, std::vector<std::size_t>& b, std::size_t limit)
   return true;
 }
 
+// `b` with each group's samples spread evenly over its members (to one
+// sample, the lowest ranks first): identical workers held equal.
+std::vector<std::size_t> evened(const WorldView& w, const std::vector<std::size_t>& b) {
+  const std::size_t groups = w.groups->size();
+  std::vector<std::size_t> sum(groups, 0), members(groups, 0), given(groups, 0);
+  for (std::size_t r = 0; r < b.size(); ++r) sum[(*w.rank_group)[r]] += b[r], ++members[(*w.rank_group)[r]];
+  std::vector<std::size_t> out(b.size());
+  for (std::size_t r = 0; r < b.size(); ++r) {
+    const std::size_t g = (*w.rank_group)[r];
+    out[r] = sum[g] / members[g] + (given[g]++ < sum[g] % members[g] ? 1 : 0);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<double> expected_finish(const WorldView& w, const std::vector<std::size_t>& split) {
@@ -145,6 +159,12 @@ std::vector<std::size_t> oracle_split(const WorldView& w, std::size_t batch, std
   if (!shared) return b;
   for (std::size_t moves = 0; moves < kMovesPerSample * batch && improve(w, b, limit); ++moves) {
   }
+  // Many splits of a shared machine tie (processor sharing spreads its cores
+  // whoever holds the samples): of those, the one that treats identical
+  // workers alike, so that only a real gain sets them apart.
+  const std::vector<std::size_t> even = evened(w, b);
+  const double makespan = score(expected_finish(w, b)).makespan;
+  if (score(expected_finish(w, even)).makespan <= makespan * (1.0 + kTieFraction)) return even;
   return b;
 }
 
