@@ -85,6 +85,28 @@ TEST(AdaptivePolicy, IdenticalNoisyWorkersStayWithinOneSampleAtEveryStep) {
   EXPECT_LE(p->stats().moves, 2u);
 }
 
+TEST(AdaptivePolicy, IdenticalWorkersThatChangeTogetherStayTogether) {
+  // Workers 0 and 1 are identical and 4x faster than 2 and 3; at step 60 both
+  // slow 8x (to half the others' speed). Their alarms come a step or two
+  // apart (independent noise): the first must not carry its twin's unit
+  // past the other workers.
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    Devices d{{800, 800, 200, 200}};
+    d.noise = 0.02, d.comm = 0.01, d.rng.seed(seed);
+    auto p = adaptive(4, 200);
+    for (int s = 0; s < 120; ++s) {
+      if (s == 60) d.speed[0] = d.speed[1] = 100;
+      p->observe(d.step(p->split()));
+      const Split x = p->split();
+      const std::size_t gap = x[0] > x[1] ? x[0] - x[1] : x[1] - x[0];
+      if (s >= 5) {
+        ASSERT_LE(static_cast<double>(gap), std::max(1.0, 0.05 * static_cast<double>(std::max(x[0], x[1]))))
+            << "seed " << seed << " step " << s << ": " << ::testing::PrintToString(x);
+      }
+    }
+  }
+}
+
 // Steps after a change at step 40 of worker 3's speed to `after` until the
 // split is within 10% of proportional to the new speeds.
 std::size_t steps_to_follow(double after, double noise) {

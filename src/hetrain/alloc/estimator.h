@@ -67,6 +67,10 @@ class LineEstimate {
   // can raise an alarm have followed (then 0): how far the old level may
   // still be (the Grouper's hold).
   double reach(const AdaptiveTuning& t) const;
+  // The last change's shift (log of new level over old) while it is
+  // unconfirmed (reach() > 0), else 0: predict(b) / exp(this) is the level
+  // before it.
+  double unconfirmed_shift(const AdaptiveTuning& t) const { return reach(t) > 0.0 ? shift_ : 0.0; }
   // Lag-1 autocorrelation of the residuals (0 to just below 1).
   double persistence() const { return persist_.corr; }
   std::size_t samples() const { return samples_; }

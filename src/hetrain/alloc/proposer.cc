@@ -102,7 +102,13 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     const std::size_t klass =
         cpu ? (u.host + 1) + (static_cast<std::size_t>(std::llround(u.cpus * 1000.0)) << 32) : 0;
     const double reach = of_time(main.reach(tuning_), waits ? e.wait(i).reach(tuning_) : 0.0);
-    p.key[i] = {std::max(t / at, 1e-15), err, klass, reach};
+    // A change not yet confirmed does not move a worker's unit: its key is
+    // its time before the change (the plan uses its new line, pooled with its
+    // unit's). Identical workers that change together alarm a step or two
+    // apart, and a sort by the new level would carry the first past others.
+    const double before = std::exp(-main.unconfirmed_shift(tuning_)) * on +
+                          (waits ? std::exp(-e.wait(i).unconfirmed_shift(tuning_)) * off : 0.0);
+    p.key[i] = {std::max(before / at, 1e-15), err, klass, reach};
     // The resource a saturated host rations is its CPU: tiers compare that
     // alone, on the same host whatever the CPUs.
     p.cpu_key[i] = {cpu ? std::max(u.cpu(at) / (f * at), 1e-15) : 1.0, cpu ? main.error(at) : 0.0,
