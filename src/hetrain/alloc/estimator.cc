@@ -61,8 +61,8 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
 
 // A saved line is known as well as a measured one drifts: its level to the
 // speed drift (the overhead as unsure as a first sample's).
-void LineEstimate::seed(double overhead, double per_sample, double b, const AdaptiveTuning& t) {
-  const double y = overhead + per_sample * b, sa2 = 0.25 * y * y, sy2 = t.speed_drift * t.speed_drift * y * y;
+void LineEstimate::seed(double overhead, double per_sample, double b, double level_error, const AdaptiveTuning& t) {
+  const double y = overhead + per_sample * b, sa2 = 0.25 * y * y, sy2 = level_error * level_error * y * y;
   start(b, y, t);
   a_ = overhead, c_ = per_sample;
   paa_ = sa2, pac_ = -sa2 / b, pcc_ = (sa2 + sy2) / (b * b);
@@ -205,8 +205,8 @@ bool Estimator::observe_wait(std::size_t i, const WorkerSample& s) {
   return changed || (!had && cpu_[i].samples() > 1);
 }
 
-void Estimator::seed(std::size_t i, double overhead, double speed, double batch) {
-  wall_[i].seed(overhead, 1.0 / speed, std::max(batch, 1.0), tuning_);
+void Estimator::seed(std::size_t i, double overhead, double speed, double batch, double level_error) {
+  wall_[i].seed(overhead, 1.0 / speed, std::max(batch, 1.0), level_error, tuning_);
 }
 
 bool Estimator::all_known() const {

@@ -80,8 +80,9 @@ class LineEstimate {
   void drift(const AdaptiveTuning& t);
   // A measurement q of b > 0 samples; returns true on a detected change.
   bool observe(double b, double q, const AdaptiveTuning& t);
-  // Starts from a known line (a resumed run), as if measured at b.
-  void seed(double overhead, double per_sample, double b, const AdaptiveTuning& t);
+  // Starts from a known line (a resumed run), as if measured at b, its level
+  // known to `level_error` (relative standard error).
+  void seed(double overhead, double per_sample, double b, double level_error, const AdaptiveTuning& t);
 
  private:
   void start(double b, double q, const AdaptiveTuning& t);
@@ -136,8 +137,9 @@ class Estimator {
   // One step: every worker drifts, those with samples are updated. Returns
   // true when some worker's compute time changed (a detected change).
   bool observe(const std::vector<WorkerSample>& samples);
-  // Starts worker i from a saved model (overhead seconds, samples/second).
-  void seed(std::size_t i, double overhead, double speed, double batch);
+  // Starts worker i from a saved model (overhead seconds, samples/second),
+  // its level known to `level_error` (relative).
+  void seed(std::size_t i, double overhead, double speed, double batch, double level_error);
   // Every worker has a compute line.
   bool all_known() const;
   const AdaptiveTuning& tuning() const { return tuning_; }
