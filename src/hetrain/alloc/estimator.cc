@@ -61,11 +61,12 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
 
 // A saved line is known as well as a measured one drifts: its level to the
 // speed drift (the overhead as unsure as a first sample's).
-void LineEstimate::seed(double overhead, double per_sample, double b, double level_error, const AdaptiveTuning& t) {
-  const double y = overhead + per_sample * b, sa2 = 0.25 * y * y, sy2 = level_error * level_error * y * y;
+void LineEstimate::seed(double overhead, double per_sample, double b, bool guess, const AdaptiveTuning& t) {
+  const double y = overhead + per_sample * b, sa2 = 0.25 * y * y, sy2 = t.speed_drift * t.speed_drift * y * y;
   start(b, y, t);
   a_ = overhead, c_ = per_sample;
   paa_ = sa2, pac_ = -sa2 / b, pcc_ = (sa2 + sy2) / (b * b);
+  guess_ = guess;
 }
 
 void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
@@ -150,8 +151,9 @@ double LineEstimate::reach(const AdaptiveTuning& t) const {
 
 bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   if (!usable(b, q)) return false;
-  if (!known_) {
+  if (!known_ || guess_) {
     start(b, q, t);
+    guess_ = false;
     return false;
   }
   const double y = std::max(predict(b), 1e-12);
@@ -205,8 +207,8 @@ bool Estimator::observe_wait(std::size_t i, const WorkerSample& s) {
   return changed || (!had && cpu_[i].samples() > 1);
 }
 
-void Estimator::seed(std::size_t i, double overhead, double speed, double batch, double level_error) {
-  wall_[i].seed(overhead, 1.0 / speed, std::max(batch, 1.0), level_error, tuning_);
+void Estimator::seed(std::size_t i, double overhead, double speed, double batch, bool guess) {
+  wall_[i].seed(overhead, 1.0 / speed, std::max(batch, 1.0), guess, tuning_);
 }
 
 bool Estimator::all_known() const {

@@ -80,9 +80,9 @@ class LineEstimate {
   void drift(const AdaptiveTuning& t);
   // A measurement q of b > 0 samples; returns true on a detected change.
   bool observe(double b, double q, const AdaptiveTuning& t);
-  // Starts from a known line (a resumed run), as if measured at b, its level
-  // known to `level_error` (relative standard error).
-  void seed(double overhead, double per_sample, double b, double level_error, const AdaptiveTuning& t);
+  // Starts from a known line (a resumed run), as if measured at b; a
+  // `guess` (a new rank at others' speed) is replaced by its first sample.
+  void seed(double overhead, double per_sample, double b, bool guess, const AdaptiveTuning& t);
 
  private:
   void start(double b, double q, const AdaptiveTuning& t);
@@ -94,6 +94,7 @@ class LineEstimate {
   // from (the fewest that can raise one: 3 with the tuning table's values).
   static constexpr std::size_t kRecent = 8;
   bool known_ = false;
+  bool guess_ = false;  // seeded from a guess: the first sample starts the line
   double a_ = 0.0, c_ = 0.0;                 // the line
   double paa_ = 0.0, pac_ = 0.0, pcc_ = 0.0;  // its covariance
   double noise_ = 0.0;                        // relative noise (standard deviation)
@@ -138,8 +139,8 @@ class Estimator {
   // true when some worker's compute time changed (a detected change).
   bool observe(const std::vector<WorkerSample>& samples);
   // Starts worker i from a saved model (overhead seconds, samples/second),
-  // its level known to `level_error` (relative).
-  void seed(std::size_t i, double overhead, double speed, double batch, double level_error);
+  // or from a guess its first sample replaces.
+  void seed(std::size_t i, double overhead, double speed, double batch, bool guess);
   // Every worker has a compute line.
   bool all_known() const;
   const AdaptiveTuning& tuning() const { return tuning_; }
