@@ -85,6 +85,9 @@ void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
   const double r2 = std::max(0.0, (nu * nu - hph) / (y * y));
   const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift);
   noise_ = std::max(t.min_noise, std::sqrt((1.0 - w) * noise_ * noise_ + w * r2));
+  // What the clip took off, relative: under one-sided noise (spikes, a
+  // host's bursts) the mean time exceeds the clipped level by its mean.
+  excess_ = (1.0 - w) * excess_ + w * ((q - y) - nu) / y;
 }
 
 // Onto the lines that make sense (no negative overhead, a positive cost per
@@ -102,8 +105,8 @@ void LineEstimate::project(double b) {
 // correlation the forgetting window can resolve (a correlation time of at
 // most 1 / speed_drift steps).
 double LineEstimate::whiten(double z, const AdaptiveTuning& t) {
-  if (cusum_.up_at_zero()) before_up_ = persist_;
-  if (cusum_.down_at_zero()) before_down_ = persist_;
+  if (cusum_.up_at_zero()) before_up_ = persist_, excess_before_up_ = excess_;
+  if (cusum_.down_at_zero()) before_down_ = persist_, excess_before_down_ = excess_;
   Persistence& p = persist_;
   const double e = (z - p.corr * last_z_) / std::sqrt(1.0 - p.corr * p.corr);
   const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift);
@@ -132,11 +135,11 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   std::nth_element(last.begin(), mid, last.begin() + static_cast<std::ptrdiff_t>(k));
   const double y = predict(b) * std::exp(*mid);
   const double e2 = noise_ * noise_ / static_cast<double>(k);
-  const double noise = noise_;
+  const double noise = noise_, excess = cusum_.rose() ? excess_before_up_ : excess_before_down_;
   const std::size_t samples = samples_;
   const Persistence persist = cusum_.rose() ? before_up_ : before_down_;
   start(b, y, t);
-  noise_ = noise, persist_ = persist, samples_ = samples;
+  noise_ = noise, excess_ = excess, persist_ = persist, samples_ = samples;
   pcc_ += (e2 * y * y - t.prior_noise * t.prior_noise * y * y) / (b * b);
   shift_ = *mid, reach_ = std::abs(*mid) / t.clip_sigmas, since_change_ = 0;
 }

@@ -62,6 +62,10 @@ class LineEstimate {
   double level_error() const { return error(last_batch_); }
   // Relative standard deviation of one measurement around the line.
   double noise() const { return noise_; }
+  // The mean measurement over the line's (clipped) level: 1 for symmetric
+  // noise, more where spikes and bursts are clipped off; as it was before
+  // the run of high residuals now in the CUSUM, if any (it may be a change).
+  double mean_factor() const { return 1.0 + std::max(0.0, excess_before_up_); }
   // Relative distance (log) the last change moved the level, over
   // clip_sigmas, until a sample confirms the new level or as many samples as
   // can raise an alarm have followed (then 0): how far the old level may
@@ -98,6 +102,8 @@ class LineEstimate {
   double a_ = 0.0, c_ = 0.0;                 // the line
   double paa_ = 0.0, pac_ = 0.0, pcc_ = 0.0;  // its covariance
   double noise_ = 0.0;                        // relative noise (standard deviation)
+  double excess_ = 0.0;                       // mean of what the clip took off, relative
+  double excess_before_up_ = 0.0, excess_before_down_ = 0.0;  // as persistence: before a run
   // Lag-1 autocorrelation of the residuals: E[z z_prev] / E[z^2]; and what
   // it was when each CUSUM side last stood at zero (a change's residuals are
   // a shift, not persistent noise: an alarm rolls them back).
