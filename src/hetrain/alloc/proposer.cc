@@ -103,7 +103,7 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
         cpu ? (u.host + 1) + (static_cast<std::size_t>(std::llround(u.cpus * 1000.0)) << 32) : 0;
     const double reach = of_time(main.reach(tuning_), waits ? e.wait(i).reach(tuning_) : 0.0);
     // A change not yet confirmed does not move a worker's unit: its key is
-    // its time before the change (the plan uses its new line, pooled with its
+    // the time it had until the alarm (the plan uses its new line, pooled with its
     // unit's). Identical workers that change together alarm a step or two
     // apart, and a sort by the new level would carry the first past others.
     const double before = std::exp(-main.unconfirmed_shift(tuning_)) * on +

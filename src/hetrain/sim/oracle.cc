@@ -162,7 +162,7 @@ std::vector<std::size_t> oracle_split(const WorldView& w, std::size_t batch, std
   // Many splits of a shared machine tie (processor sharing spreads its cores
   // whoever holds the samples): of those, the one that treats identical
   // workers alike, so that only a real gain sets them apart.
-  const std::vector<std::size_t> even = evened(w, b);
+  std::vector<std::size_t> even = evened(w, b);
   const double makespan = score(expected_finish(w, b)).makespan;
   if (score(expected_finish(w, even)).makespan <= makespan * (1.0 + kTieFraction)) return even;
   return b;
