@@ -82,8 +82,13 @@ void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
   project(b);
   // The noise: a running mean of squared residuals (the prior counts as one),
   // less the line's own uncertainty, forgetting at the speed drift's rate.
+  // A residual tells the noise R only as well as R dominates its variance
+  // hph + R (nu^2 - hph estimates R with a spread of about (hph + R)^2):
+  // weighted by (R / (hph + R))^2, so that while the line itself is unsure
+  // (its first samples, a restart) its misses move the line, not the noise.
   const double r2 = std::max(0.0, (nu * nu - hph) / (y * y));
-  const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift);
+  const double r = noise_ * noise_ * y * y, told = r / (hph + r);
+  const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift) * told * told;
   noise_ = std::max(t.min_noise, std::sqrt((1.0 - w) * noise_ * noise_ + w * r2));
   // What the clip took off, relative: under one-sided noise (spikes, a
   // host's bursts) the mean time exceeds the clipped level by its mean.
