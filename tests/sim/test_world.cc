@@ -272,15 +272,23 @@ TEST(Oracle, FollowsTheWorldsEventsInTheSimulator) {
   EXPECT_DOUBLE_EQ(r.steps[3].compute, 0.15);
 }
 
-TEST(Oracle, OnASaturatedMachineGivesTheCheapWorkerMore) {
-  // One core, two workers of 1 and 2 ms per sample: the split by standalone
-  // speed (60 / 30) ends at 0.12 s; all 90 on the cheap one at 0.09 s.
+// One machine of one core holding a worker of 1 ms per sample and `pair`
+// of 2 ms; B = 90.
+Cluster one_core(std::size_t pair) {
   Cluster c;
   c.global_batch = 90;
   c.gradient_bytes = 4;
   c.machines.push_back({"one", 1.0});
   c.groups = {group(1000.0), group(500.0)};
+  c.groups[1].count = pair;
   for (auto& g : c.groups) g.machine = 0;
+  return c;
+}
+
+TEST(Oracle, OnASaturatedMachineGivesTheCheapWorkerMore) {
+  // One core, two workers of 1 and 2 ms per sample: the split by standalone
+  // speed (60 / 30) ends at 0.12 s; all 90 on the cheap one at 0.09 s.
+  const Cluster c = one_core(1);
   std::vector<std::size_t> rank_group{0, 1};
   const WorldView w{&c, &c.groups, &rank_group};
   const auto split = oracle_split(w, 90, 0);
@@ -296,13 +304,7 @@ TEST(Oracle, OfTiedSplitsTakesTheOneThatHoldsIdenticalWorkersEqual) {
   // core shared). Of the tied splits the oracle keeps the even one, so that
   // only a real gain sets identical workers apart (the allocation property
   // holds a policy's identical workers together wherever the oracle does).
-  Cluster c;
-  c.global_batch = 90;
-  c.gradient_bytes = 4;
-  c.machines.push_back({"one", 1.0});
-  c.groups = {group(1000.0), group(500.0)};
-  c.groups[1].count = 2;
-  for (auto& g : c.groups) g.machine = 0;
+  const Cluster c = one_core(2);
   std::vector<std::size_t> rank_group{0, 1, 1};
   const WorldView w{&c, &c.groups, &rank_group};
   const auto split = oracle_split(w, 90, 50);
