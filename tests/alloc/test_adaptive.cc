@@ -298,7 +298,8 @@ struct SharedHost {
       now += (work[order[k]] - done) / rate, done = work[order[k]];
       finish[order[k]] = now;
     }
-    std::normal_distribution<double> u(0.0, noise), v(0.0, cpu_noise);
+    // A standard deviation must be positive: without scatter, v is never drawn.
+    std::normal_distribution<double> u(0.0, noise), v(0.0, cpu_noise > 0.0 ? cpu_noise : 1.0);
     Observation o;
     o.local_batch = split;
     o.previous_step_seconds = previous;
