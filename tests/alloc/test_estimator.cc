@@ -155,6 +155,35 @@ TEST(LineEstimate, AChangeRestartsFromTheMedianOfItsSamplesNotFromASpike) {
   EXPECT_EQ(l.reach(kTuning), 0.0);
 }
 
+TEST(LineEstimate, ABurstThatRaisesAnAlarmAndEndsIsRolledBackToTheOldLine) {
+  // A shared host's noise: bursts of a few steps at 3x (examples/noise/host.csv
+  // has a quarter of its steps over 1.2x). Three burst samples raise an alarm;
+  // the samples after it are at the old level again, and the test of the
+  // change rejects it: the line is the old one, not a restart the quiet
+  // samples only slowly pull back (its twin would be set apart meanwhile).
+  LineEstimate l;
+  for (int i = 0; i < 60; ++i) l.drift(kTuning), l.observe(32.0, 0.32 * (i % 2 == 0 ? 1.02 : 0.98), kTuning);
+  const double before = l.predict(32.0);
+  bool changed = false;
+  for (int i = 0; i < 3; ++i) l.drift(kTuning), changed = l.observe(32.0, 0.96, kTuning) || changed;
+  ASSERT_TRUE(changed);
+  EXPECT_GT(l.reach(kTuning), 0.0);  // on test: the old level is still in sight
+  for (int i = 0; i < 2; ++i) l.drift(kTuning), l.observe(32.0, 0.32, kTuning);
+  EXPECT_EQ(l.reach(kTuning), 0.0);  // decided
+  // The old line, with what the two burst samples before the alarm taught it
+  // (clipped at 3 sigmas): within 10% of where it was, not at the burst's 3x.
+  EXPECT_NEAR(l.predict(32.0), before, 0.1 * before);
+}
+
+TEST(LineEstimate, AChangeThatLastsIsConfirmedByTheSamplesAfterIt) {
+  LineEstimate l;
+  for (int i = 0; i < 60; ++i) l.drift(kTuning), l.observe(32.0, 0.32 * (i % 2 == 0 ? 1.02 : 0.98), kTuning);
+  for (int i = 0; i < 5; ++i) l.drift(kTuning), l.observe(32.0, 0.64, kTuning);
+  EXPECT_EQ(l.reach(kTuning), 0.0);
+  EXPECT_NEAR(l.predict(32.0), 0.64, 0.05 * 0.64);
+  EXPECT_EQ(l.changes(), 1u);
+}
+
 TEST(Estimator, ChangesOfHostWorkersAreSeenInTheirCpuSeconds) {
   Estimator e(2, kTuning, {false, true});
   std::vector<WorkerSample> s(2);

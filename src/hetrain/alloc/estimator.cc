@@ -130,6 +130,8 @@ double LineEstimate::whiten(double z, const AdaptiveTuning& t) {
 // level known as well as those k samples tell; reach() keeps the old level
 // in sight for a few samples.
 void LineEstimate::restart(double b, const AdaptiveTuning& t) {
+  before_change_ = {a_, c_, paa_, pac_, pcc_, excess_, persist_};
+  evidence_ = 0.0;
   // The samples that raised it: its run, but no more than the fewest that can
   // (an abrupt change's run may start before it, in noise that kept the sum up).
   const std::size_t k =
@@ -149,12 +151,36 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   shift_ = *mid, reach_ = std::abs(*mid) / t.clip_sigmas, since_change_ = 0;
 }
 
-// Until a sample after it lands nearer the new level than the old one, or as
-// many samples as can raise an alarm have followed, the old level stays
-// within clip_sigmas of this reach: the samples that raise an alarm are
-// selected for being far out (a false alarm's shift is all selection).
-double LineEstimate::reach(const AdaptiveTuning& t) const {
-  return since_change_ < fewest_to_alarm(t) ? reach_ : 0.0;
+// While the change is on test the old level stays within clip_sigmas of
+// this reach: the samples that raise an alarm are selected for being far out
+// (a false alarm's shift is all selection, a burst's lasts as long as it).
+double LineEstimate::reach(const AdaptiveTuning&) const { return reach_; }
+
+// A change is a hypothesis, tested on the samples after it as a trial's move
+// is (trial.h): Wald's sequential test of the new level against the old one,
+// each sample's log residual against either clipped at clip_sigmas noise
+// standard deviations (a spike is no more evidence than a 3-sigma draw) and
+// its evidence shrunk by (1 - phi) / (1 + phi) (persistent noise repeats
+// itself). Bounds from the trial's error rates: keeping a change that did not
+// happen at false_keep, dropping one that did at false_revert. Undecided
+// after max_trial_steps samples, the sign of the evidence decides.
+LineEstimate::Test LineEstimate::test_change(double b, double q, const AdaptiveTuning& t) {
+  const Level& o = before_change_;
+  const double y_new = std::max(predict(b), 1e-12), y_old = std::max(o.a + o.c * b, 1e-12);
+  const double v_old = std::max(o.paa + 2.0 * b * o.pac + b * b * o.pcc, 0.0) / (y_old * y_old);
+  const double v_new = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) / (y_new * y_new);
+  const double n2 = noise_ * noise_, s_old = n2 + v_old, s_new = n2 + v_new;
+  auto clipped = [&](double r, double s) { return std::clamp(r, -t.clip_sigmas * std::sqrt(s), t.clip_sigmas * std::sqrt(s)); };
+  const double r_old = clipped(std::log(q / y_old), s_old), r_new = clipped(std::log(q / y_new), s_new);
+  const double phi = persist_.corr;
+  evidence_ += (0.5 * (r_old * r_old / s_old - r_new * r_new / s_new) + 0.5 * std::log(s_old / s_new)) *
+               (1.0 - phi) / (1.0 + phi);
+  const double keep = std::log((1.0 - t.false_revert) / t.false_keep);
+  const double drop = std::log(t.false_revert / (1.0 - t.false_keep));
+  const bool last = since_change_ + 1 >= t.max_trial_steps;
+  if (evidence_ >= keep || (last && evidence_ >= 0.0)) return Test::kConfirmed;
+  if (evidence_ <= drop || last) return Test::kRejected;
+  return Test::kOpen;
 }
 
 bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
@@ -168,9 +194,19 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   const double s = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) + noise_ * noise_ * y * y;
   const double z = std::clamp((q - y) / std::sqrt(s), -t.clip_sigmas, t.clip_sigmas);
   recent_[recent_n_++ % kRecent] = std::log(q / y);
-  // The first samples after a change: nearer the new level than the old one
-  // (log q/y against log q/y + shift) confirm it.
-  if (reach_ > 0.0 && std::abs(std::log(q / y)) < std::abs(std::log(q / y) + shift_)) reach_ = 0.0;
+  if (reach_ > 0.0) {
+    const Test verdict = test_change(b, q, t);
+    if (verdict != Test::kOpen) reach_ = 0.0;
+    if (verdict == Test::kRejected) {  // the old line, as it was
+      const Level& o = before_change_;
+      a_ = o.a, c_ = o.c, paa_ = o.paa, pac_ = o.pac, pcc_ = o.pcc, excess_ = o.excess, persist_ = o.persist;
+      shift_ = 0.0, last_z_ = 0.0;
+      cusum_.clear();
+      last_batch_ = b;
+      ++samples_;
+      return true;
+    }
+  }
   const bool alarm = cusum_.add(whiten(z, t), t);
   if (alarm) {
     restart(b, t);

@@ -16,7 +16,10 @@
 //   slowdown or a recovery), also from the sparse samples of an idle worker;
 //   on an alarm the line restarts at the median ratio of measured to
 //   predicted over the samples that raised it (a spike among them does not
-//   set the new level), known only as well as those few samples tell.
+//   set the new level), known only as well as those few samples tell;
+// - a change is then on test: Wald's sequential test of the new level
+//   against the old one on the samples after it, at the trial's error rates;
+//   rejected (a burst of noise that ended), the old line is restored.
 // Plain arithmetic, O(1) per sample.
 #pragma once
 
@@ -67,9 +70,8 @@ class LineEstimate {
   // the run of high residuals now in the CUSUM, if any (it may be a change).
   double mean_factor() const { return 1.0 + std::max(0.0, excess_before_up_); }
   // Relative distance (log) the last change moved the level, over
-  // clip_sigmas, until a sample confirms the new level or as many samples as
-  // can raise an alarm have followed (then 0): how far the old level may
-  // still be (the Grouper's hold).
+  // clip_sigmas, while the change is on test (then 0): how far the old level
+  // may still be (the Grouper's hold).
   double reach(const AdaptiveTuning& t) const;
   // The last change's shift (log of new level over old) while it is
   // unconfirmed (reach() > 0), else 0: predict(b) / exp(this) is the level
@@ -82,7 +84,8 @@ class LineEstimate {
 
   // One step passes: the level's uncertainty grows by the speed drift.
   void drift(const AdaptiveTuning& t);
-  // A measurement q of b > 0 samples; returns true on a detected change.
+  // A measurement q of b > 0 samples; returns true when the line changed
+  // (a detected change, or one the test after it rolled back).
   bool observe(double b, double q, const AdaptiveTuning& t);
   // Starts from a known line (a resumed run), as if measured at b; a
   // `guess` (a new rank at others' speed) is replaced by its first sample.
@@ -94,6 +97,8 @@ class LineEstimate {
   void project(double b);
   double whiten(double z, const AdaptiveTuning& t);
   void restart(double b, const AdaptiveTuning& t);
+  enum class Test { kOpen, kConfirmed, kRejected };
+  Test test_change(double b, double q, const AdaptiveTuning& t);
   // The last few log(measured / predicted): the samples an alarm restarts
   // from (the fewest that can raise one: 3 with the tuning table's values).
   static constexpr std::size_t kRecent = 8;
@@ -111,12 +116,21 @@ class LineEstimate {
     double corr = 0.0, zz = 1.0, zl = 0.0;
   };
   Persistence persist_, before_up_, before_down_;
+  // The line before the last change, while the change is on test (restored
+  // if the test rejects it: then the samples of the alarm's run were noise,
+  // and what they taught the noise's excess and persistence stands).
+  struct Level {
+    double a = 0.0, c = 0.0, paa = 0.0, pac = 0.0, pcc = 0.0, excess = 0.0;
+    Persistence persist;
+  };
+  Level before_change_;
+  double evidence_ = 0.0;  // the test's log-likelihood ratio of the new level against the old
   double last_z_ = 0.0;                       // the previous standardized residual
   std::array<double, kRecent> recent_{};      // ring of log(measured / predicted)
   std::size_t recent_n_ = 0;                  // samples written to the ring
   double last_batch_ = 1.0;                   // the batch of the last sample
   double shift_ = 0.0;                        // the last change's shift (log)
-  double reach_ = 0.0;                        // its size / clip_sigmas, until confirmed
+  double reach_ = 0.0;                        // its size / clip_sigmas, while on test
   std::size_t since_change_ = 0;              // samples since it
   std::size_t samples_ = 0, changes_ = 0;
   Cusum cusum_;
