@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "hetrain/common/error.h"
+#include "hetrain/common/median.h"
 
 namespace hetrain::alloc {
 namespace {
@@ -39,8 +40,7 @@ void AdaptivePolicy::seed(const std::vector<WorkerModel>& known) {
   for (const auto& k : known)
     if (usable(k)) speeds.push_back(k.speed);
   if (speeds.empty()) return;
-  std::nth_element(speeds.begin(), speeds.begin() + static_cast<std::ptrdiff_t>(speeds.size() / 2), speeds.end());
-  const double typical = speeds[speeds.size() / 2];
+  const double typical = upper_median(speeds);
   for (std::size_t i = 0; i < incumbent_.size(); ++i) {
     const bool have = i < known.size() && usable(known[i]);
     estimator_.seed(i, have ? std::max(0.0, known[i].overhead) : 0.0, have ? known[i].speed : typical,

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "hetrain/common/median.h"
+
 namespace hetrain::alloc {
 namespace {
 
@@ -138,9 +140,8 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
       std::clamp<std::size_t>(std::min(cusum_.run(), fewest_to_alarm(t)), 1, std::min(recent_n_, kRecent));
   std::array<double, kRecent> last{};
   for (std::size_t j = 0; j < k; ++j) last[j] = recent_[(recent_n_ - 1 - j) % kRecent];
-  const auto mid = last.begin() + static_cast<std::ptrdiff_t>(k / 2);
-  std::nth_element(last.begin(), mid, last.begin() + static_cast<std::ptrdiff_t>(k));
-  const double y = predict(b) * std::exp(*mid);
+  const double mid = upper_median(last.begin(), last.begin() + static_cast<std::ptrdiff_t>(k));
+  const double y = predict(b) * std::exp(mid);
   const double e2 = noise_ * noise_ / static_cast<double>(k);
   const double noise = noise_, excess = cusum_.rose() ? excess_before_up_ : excess_before_down_;
   const std::size_t samples = samples_;
@@ -148,7 +149,7 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   start(b, y, t);
   noise_ = noise, excess_ = excess, persist_ = persist, samples_ = samples;
   pcc_ += (e2 * y * y - t.prior_noise * t.prior_noise * y * y) / (b * b);
-  shift_ = *mid, reach_ = std::abs(*mid) / t.clip_sigmas, since_change_ = 0;
+  shift_ = mid, reach_ = std::abs(mid) / t.clip_sigmas, since_change_ = 0;
 }
 
 // While the change is on test the old level stays within clip_sigmas of

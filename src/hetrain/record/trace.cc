@@ -10,6 +10,7 @@
 
 #include "hetrain/common/error.h"
 #include "hetrain/common/file_io.h"
+#include "hetrain/common/median.h"
 
 namespace hetrain::record {
 namespace {
@@ -44,8 +45,7 @@ std::vector<double> clock_offsets(const std::vector<std::vector<StepTimes>>& tim
     std::vector<double> d;
     d.reserve(times.size());
     for (const auto& step : times) d.push_back(step[i].allreduce_end - step[0].allreduce_end);
-    std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
-    offset[i] = d[d.size() / 2];
+    offset[i] = upper_median(d);
   }
   return offset;
 }

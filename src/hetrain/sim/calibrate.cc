@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "hetrain/common/error.h"
+#include "hetrain/common/median.h"
 #include "hetrain/record/run.h"
 
 namespace hetrain::sim {
@@ -78,9 +79,7 @@ Cluster calibrate(const MeasuredRun& run, const Cluster& base) {
       if (b <= 0) continue;
       deviation.push_back(std::abs(run.compute_seconds[k][i] / (g.overhead + b / g.speed) - 1.0));
     }
-    std::nth_element(deviation.begin(), deviation.begin() + static_cast<std::ptrdiff_t>(deviation.size() / 2),
-                     deviation.end());
-    g.noise = kMadToStandardDeviation * deviation[deviation.size() / 2];
+    g.noise = kMadToStandardDeviation * upper_median(deviation);
     c.groups.push_back(g);
   }
   double explained = 0.0, comm = 0.0;
