@@ -19,13 +19,13 @@ bool usable(double b, double q) { return b > 0.0 && q > 0.0 && std::isfinite(b) 
 
 }  // namespace
 
-bool Cusum::add(double z, const AdaptiveTuning& t) {
-  up_ = std::max(0.0, up_ + z - t.cusum_drift);
-  down_ = std::max(0.0, down_ - z - t.cusum_drift);
+bool Cusum::add(double z, double drift, double up, double down) {
+  up_ = std::max(0.0, up_ + z - drift);
+  down_ = std::max(0.0, down_ - z - drift);
   up_run_ = up_ > 0.0 ? up_run_ + 1 : 0;
   down_run_ = down_ > 0.0 ? down_run_ + 1 : 0;
-  if (up_ < t.cusum_limit && down_ < t.cusum_limit) return false;
-  rose_ = up_ >= t.cusum_limit;
+  if (up_ < up && down_ < down) return false;
+  rose_ = up_ >= up;
   const std::size_t run = rose_ ? up_run_ : down_run_;
   clear();
   run_ = run;
@@ -121,7 +121,38 @@ double LineEstimate::whiten(double z, const AdaptiveTuning& t) {
   p.zl = (1.0 - w) * p.zl + w * z * last_z_;
   p.corr = p.zz > 0.0 ? std::clamp(p.zl / p.zz, 0.0, 1.0 - 2.0 * t.speed_drift) : 0.0;
   last_z_ = z;
-  return std::clamp(e, -t.clip_sigmas, t.clip_sigmas);
+  const double x = std::clamp(e, -t.clip_sigmas, t.clip_sigmas);
+  p.m1 = (1.0 - w) * p.m1 + w * x, p.m2 = (1.0 - w) * p.m2 + w * x * x, p.m3 = (1.0 - w) * p.m3 + w * x * x * x;
+  return x;
+}
+
+// A CUSUM side's increments x - k (x its input, k the drift) first reach h
+// after about exp(theta h) steps, theta the root of E[exp(theta (x - k))] = 1
+// (Cramer-Lundberg; for unit Gaussian x, theta = 2k). Each side's limit is
+// the one whose theta h is the Gaussian design's (2k x cusum_limit), theta
+// from the input's first three cumulants: a skewed input (a shared host's
+// bursts: a quarter of the steps 2-4x slow) or one wider than the model's
+// noise would raise alarms several times as often at the tuning's limit.
+std::array<double, 2> LineEstimate::limits(const AdaptiveTuning& t) const {
+  const double k = t.cusum_drift, design = 2.0 * k * t.cusum_limit;
+  std::array<double, 2> h{};
+  for (int side = 0; side < 2; ++side) {
+    // The input's moments as they were before the side's run: its samples may be a change.
+    const Persistence& p = side == 0 ? before_up_ : before_down_;
+    const double var = std::max(p.m2 - p.m1 * p.m1, 1e-6);
+    const double skew = p.m3 - 3.0 * p.m1 * p.m2 + 2.0 * p.m1 * p.m1 * p.m1;  // third cumulant
+    const double sign = side == 0 ? 1.0 : -1.0;
+    const double mu = sign * p.m1 - k, k3 = sign * skew;
+    if (!(mu < 0.0)) {  // no drift back to zero: alarm on the tuning's evidence alone
+      h[side] = t.cusum_limit;
+      continue;
+    }
+    // log E[exp(theta x')] ~ mu theta + var theta^2 / 2 + k3 theta^3 / 6 = 0.
+    const double a = k3 / 6.0, b = var / 2.0;
+    const double theta = std::abs(a) < 1e-9 ? -mu / b : (-b + std::sqrt(std::max(b * b - 4.0 * a * mu, 0.0))) / (2.0 * a);
+    h[side] = theta > 0.0 ? std::max(t.cusum_limit, design / theta) : t.cusum_limit;
+  }
+  return h;
 }
 
 // A change: the level at batch b becomes the prediction times the median
@@ -208,7 +239,9 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
       return true;
     }
   }
-  const bool alarm = cusum_.add(whiten(z, t), t);
+  const double x = whiten(z, t);
+  const std::array<double, 2> h = limits(t);
+  const bool alarm = cusum_.add(x, t.cusum_drift, h[0], h[1]);
   if (alarm) {
     restart(b, t);
     ++changes_;

@@ -14,6 +14,9 @@
 //   against independent noise;
 // - a two-sided CUSUM on those residuals detects a change either way (a
 //   slowdown or a recovery), also from the sparse samples of an idle worker;
+//   each side's limit keeps the Gaussian design's false-alarm rate for the
+//   residuals' own distribution (their first three moments: a shared host's
+//   bursts are skewed, and alarmed 6x as often at the Gaussian limit);
 //   on an alarm the line restarts at the median ratio of measured to
 //   predicted over the samples that raised it (a spike among them does not
 //   set the new level), known only as well as those few samples tell;
@@ -35,8 +38,10 @@ namespace hetrain::alloc {
 class Cusum {
  public:
   // Adds residual z (standard deviations, already clipped); true on an alarm
-  // (the sums restart).
-  bool add(double z, const AdaptiveTuning& t);
+  // (the sums restart): at the tuning's limit on either side, or at `up` and
+  // `down`.
+  bool add(double z, const AdaptiveTuning& t) { return add(z, t.cusum_drift, t.cusum_limit, t.cusum_limit); }
+  bool add(double z, double drift, double up, double down);
   void clear() { up_ = down_ = 0.0, up_run_ = down_run_ = 0; }
   // Residuals since the side that raised the last alarm was last at zero
   // (Page's estimate of when the change began).
@@ -112,9 +117,14 @@ class LineEstimate {
   // Lag-1 autocorrelation of the residuals: E[z z_prev] / E[z^2]; and what
   // it was when each CUSUM side last stood at zero (a change's residuals are
   // a shift, not persistent noise: an alarm rolls them back).
+  // Also the first three moments of the CUSUM's input (whitened, clipped),
+  // whose distribution sets the limits that give its design false-alarm rate
+  // (limits()).
   struct Persistence {
     double corr = 0.0, zz = 1.0, zl = 0.0;
+    double m1 = 0.0, m2 = 1.0, m3 = 0.0;
   };
+  std::array<double, 2> limits(const AdaptiveTuning& t) const;
   Persistence persist_, before_up_, before_down_;
   // The line before the last change, while the change is on test (restored
   // if the test rejects it: then the samples of the alarm's run were noise,

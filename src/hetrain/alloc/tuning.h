@@ -24,7 +24,9 @@ struct AdaptiveTuning {
   // Two-sided CUSUM on clipped standardized residuals (estimator.h, trial.h):
   // drift 0.5 sigma (tuned to a shift of 1 sigma or more), alarm at 6 sigma:
   // three clipped residuals on one side are a change, two spikes are not;
-  // Gaussian noise raises a false alarm about once in 10^3 steps.
+  // Gaussian noise raises a false alarm about once in 10^3 steps. A line's
+  // limits are raised where its residuals are skewed or wider than unit
+  // (estimator.h) so that its noise raises them no more often.
   double cusum_drift = 0.5;
   double cusum_limit = 6.0;
   // A worker's speed is a random walk of this relative step (per step): its
