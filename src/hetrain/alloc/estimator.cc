@@ -19,11 +19,14 @@ bool usable(double b, double q) { return b > 0.0 && q > 0.0 && std::isfinite(b) 
 
 }  // namespace
 
-bool Cusum::add(double z, double drift, double up, double down) {
+void Cusum::push(double z, double drift) {
   up_ = std::max(0.0, up_ + z - drift);
   down_ = std::max(0.0, down_ - z - drift);
   up_run_ = up_ > 0.0 ? up_run_ + 1 : 0;
   down_run_ = down_ > 0.0 ? down_run_ + 1 : 0;
+}
+
+bool Cusum::alarm(double up, double down) {
   if (up_ < up && down_ < down) return false;
   rose_ = up_ >= up;
   const std::size_t run = rose_ ? up_run_ : down_run_;
@@ -239,9 +242,12 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
       return true;
     }
   }
-  const double x = whiten(z, t);
-  const std::array<double, 2> h = limits(t);
-  const bool alarm = cusum_.add(x, t.cusum_drift, h[0], h[1]);
+  cusum_.push(whiten(z, t), t.cusum_drift);
+  bool alarm = false;
+  if (cusum_.reached(t.cusum_limit)) {  // every limit is at least the tuning's
+    const std::array<double, 2> h = limits(t);
+    alarm = cusum_.alarm(h[0], h[1]);
+  }
   if (alarm) {
     restart(b, t);
     ++changes_;

@@ -38,10 +38,13 @@ namespace hetrain::alloc {
 class Cusum {
  public:
   // Adds residual z (standard deviations, already clipped); true on an alarm
-  // (the sums restart): at the tuning's limit on either side, or at `up` and
-  // `down`.
-  bool add(double z, const AdaptiveTuning& t) { return add(z, t.cusum_drift, t.cusum_limit, t.cusum_limit); }
-  bool add(double z, double drift, double up, double down);
+  // (the sums restart) at the tuning's limit on either side.
+  bool add(double z, const AdaptiveTuning& t) { return push(z, t.cusum_drift), alarm(t.cusum_limit, t.cusum_limit); }
+  // The same in two parts: add z, then check the sides against their limits
+  // (only worth working out once a side has reached the least of them).
+  void push(double z, double drift);
+  bool reached(double least) const { return up_ >= least || down_ >= least; }
+  bool alarm(double up, double down);
   void clear() { up_ = down_ = 0.0, up_run_ = down_run_ = 0; }
   // Residuals since the side that raised the last alarm was last at zero
   // (Page's estimate of when the change began).
