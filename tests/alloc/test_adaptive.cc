@@ -130,6 +130,24 @@ TEST(AdaptivePolicy, FollowsASlowdownAndARecoveryWithinAFewSteps) {
   EXPECT_LE(steps_to_follow(100, 0.1), 10u);
 }
 
+TEST(AdaptivePolicy, AConfirmedChangeIsFollowedAtOnceNotThroughATrial) {
+  // The bench's device-slow: three 1,000 samples/s devices and one at 250;
+  // worker 1 slows 4x at step 40. Its alarm (three samples) keeps it in its
+  // twins' unit while the change is on test; the sample that confirms it is
+  // a change for the plan too: the proportional split follows at once (it
+  // took two more steps, a trial's, when only the alarm counted).
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    Devices d{{1000, 1000, 1000, 250}};
+    d.overhead = 0.002, d.noise = 0.02, d.comm = 0.002, d.rng.seed(seed);
+    auto p = adaptive(4, 64);
+    run(*p, d, 40);
+    d.speed[1] = 250;
+    std::size_t k = 0;
+    for (; k < 20 && !(p->split()[0] >= 25 && p->split()[1] <= 7); ++k) p->observe(d.step(p->split()));
+    EXPECT_LE(k, 5u) << "seed " << seed << ": " << ::testing::PrintToString(p->split());
+  }
+}
+
 TEST(AdaptivePolicy, ARecoveredWorkerIsFollowedBack) {
   Devices d{{400, 400, 400, 100}};
   d.noise = 0.03, d.comm = 0.01;

@@ -229,9 +229,11 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   const double s = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) + noise_ * noise_ * y * y;
   const double z = std::clamp((q - y) / std::sqrt(s), -t.clip_sigmas, t.clip_sigmas);
   recent_[recent_n_++ % kRecent] = std::log(q / y);
+  bool confirmed = false;
   if (reach_ > 0.0) {
     const Test verdict = test_change(b, q, t);
     if (verdict != Test::kOpen) reach_ = 0.0;
+    confirmed = verdict == Test::kConfirmed;
     if (verdict == Test::kRejected) {  // the old line, as it was
       const Level& o = before_change_;
       a_ = o.a, c_ = o.c, paa_ = o.paa, pac_ = o.pac, pcc_ = o.pcc, excess_ = o.excess, persist_ = o.persist;
@@ -257,7 +259,7 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   last_batch_ = b;
   ++samples_;
   if (!alarm) ++since_change_;
-  return alarm;
+  return alarm || confirmed;
 }
 
 Estimator::Estimator(std::size_t workers, AdaptiveTuning tuning, std::vector<bool> on_cpu)

@@ -93,7 +93,8 @@ class LineEstimate {
   // One step passes: the level's uncertainty grows by the speed drift.
   void drift(const AdaptiveTuning& t);
   // A measurement q of b > 0 samples; returns true when the line changed
-  // (a detected change, or one the test after it rolled back).
+  // for the plan: a detected change, and the test after it confirming it
+  // (the worker then leaves its old unit) or rolling it back.
   bool observe(double b, double q, const AdaptiveTuning& t);
   // Starts from a known line (a resumed run), as if measured at b; a
   // `guess` (a new rank at others' speed) is replaced by its first sample.
