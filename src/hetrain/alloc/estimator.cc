@@ -164,7 +164,7 @@ std::array<double, 2> LineEstimate::limits(const AdaptiveTuning& t) const {
 // as a first sample does (all of it per sample, the overhead unknown: a
 // change may not scale both alike), its noise and persistence kept, its
 // level known as well as those k samples tell; reach() keeps the old level
-// in sight for a few samples.
+// in sight while the change is on test (test_change).
 void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   before_change_ = {a_, c_, paa_, pac_, pcc_, excess_, persist_};
   evidence_ = 0.0;
