@@ -16,7 +16,7 @@
 //   slowdown or a recovery), also from the sparse samples of an idle worker;
 //   each side's limit keeps the Gaussian design's false-alarm rate for the
 //   residuals' own distribution (their first three moments: a shared host's
-//   bursts are skewed, and alarmed 6x as often at the Gaussian limit);
+//   bursts are skewed; bench/cusum_false_alarms.cc counts them);
 //   on an alarm the line restarts at the median ratio of measured to
 //   predicted over the samples that raised it (a spike among them does not
 //   set the new level), known only as well as those few samples tell;
@@ -39,7 +39,10 @@ class Cusum {
  public:
   // Adds residual z (standard deviations, already clipped); true on an alarm
   // (the sums restart) at the tuning's limit on either side.
-  bool add(double z, const AdaptiveTuning& t) { return push(z, t.cusum_drift), alarm(t.cusum_limit, t.cusum_limit); }
+  bool add(double z, const AdaptiveTuning& t) {
+    push(z, t.cusum_drift);
+    return alarm(t.cusum_limit, t.cusum_limit);
+  }
   // The same in two parts: add z, then check the sides against their limits
   // (only worth working out once a side has reached the least of them).
   void push(double z, double drift);
