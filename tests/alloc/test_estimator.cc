@@ -196,6 +196,25 @@ TEST(LineEstimate, ABurstThatRaisesAnAlarmAndEndsIsRolledBackToTheOldLine) {
   EXPECT_NEAR(l.predict(32.0), before, 0.1 * before);
 }
 
+TEST(LineEstimate, WhereTheNoiseOftenThrowsSamplesFarOutNoOneSampleConfirmsAChange) {
+  // A quiet line (2% noise) with a 3x burst every 12th step (8%: its noise
+  // estimate stays small, and the bursts are beyond the clip). A run of four
+  // bursts: three raise an alarm, and the fourth, Gaussian evidence of 18:1
+  // for the new level, used to confirm it alone. The noise throws a sample
+  // that far every 12 steps: it is worth no more than that, and the quiet
+  // samples after it roll the change back.
+  LineEstimate l;
+  for (int i = 0; i < 120; ++i) {
+    l.drift(kTuning);
+    l.observe(32.0, 0.32 * (i % 12 == 11 ? 3.0 : (i % 2 == 0 ? 1.02 : 0.98)), kTuning);
+  }
+  const double before = l.predict(32.0);
+  for (int i = 0; i < 4; ++i) l.drift(kTuning), l.observe(32.0, 0.96, kTuning);
+  for (int i = 0; i < 3; ++i) l.drift(kTuning), l.observe(32.0, 0.32, kTuning);
+  EXPECT_EQ(l.reach(kTuning), 0.0);  // decided
+  EXPECT_NEAR(l.predict(32.0), before, 0.1 * before);
+}
+
 TEST(LineEstimate, AChangeThatLastsIsConfirmedByTheSamplesAfterIt) {
   LineEstimate l;
   for (int i = 0; i < 60; ++i) l.drift(kTuning), l.observe(32.0, 0.32 * (i % 2 == 0 ? 1.02 : 0.98), kTuning);

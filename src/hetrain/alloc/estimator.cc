@@ -58,7 +58,9 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
   a_ = 0.0, c_ = q / b;
   paa_ = sa2, pac_ = -sa2 / b, pcc_ = (sa2 + sy2) / (b * b);
   noise_ = t.prior_noise;
-  persist_ = before_up_ = before_down_ = Persistence{}, last_z_ = 0.0;
+  persist_ = Persistence{};
+  persist_.tail = std::erfc(t.clip_sigmas / std::sqrt(2.0));  // the Gaussian design's share beyond the clip
+  before_up_ = before_down_ = persist_, last_z_ = 0.0;
   known_ = true;
   samples_ = 1;
   last_batch_ = b;
@@ -122,6 +124,7 @@ double LineEstimate::whiten(double z, const AdaptiveTuning& t) {
   const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift);
   p.zz = (1.0 - w) * p.zz + w * z * z;
   p.zl = (1.0 - w) * p.zl + w * z * last_z_;
+  p.tail = (1.0 - w) * p.tail + w * (std::abs(z) >= t.clip_sigmas ? 1.0 : 0.0);
   p.corr = p.zz > 0.0 ? std::clamp(p.zl / p.zz, 0.0, 1.0 - 2.0 * t.speed_drift) : 0.0;
   last_z_ = z;
   const double x = std::clamp(e, -t.clip_sigmas, t.clip_sigmas);
@@ -186,6 +189,8 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   shift_ = mid, reach_ = std::abs(mid) / t.clip_sigmas, since_change_ = 0;
 }
 
+bool LineEstimate::settled(const AdaptiveTuning& t) const { return samples_ > fewest_to_alarm(t); }
+
 // While the change is on test the old level stays within clip_sigmas of
 // this reach: the samples that raise an alarm are selected for being far out
 // (a false alarm's shift is all selection, a burst's lasts as long as it).
@@ -208,8 +213,12 @@ LineEstimate::Test LineEstimate::test_change(double b, double q, const AdaptiveT
   auto clipped = [&](double r, double s) { return std::clamp(r, -t.clip_sigmas * std::sqrt(s), t.clip_sigmas * std::sqrt(s)); };
   const double r_old = clipped(std::log(q / y_old), s_old), r_new = clipped(std::log(q / y_new), s_new);
   const double phi = persist_.corr;
-  evidence_ += (0.5 * (r_old * r_old / s_old - r_new * r_new / s_new) + 0.5 * std::log(s_old / s_new)) *
-               (1.0 - phi) / (1.0 + phi);
+  // Huber's robust test: the noise throws a sample beyond the clip at a rate
+  // eps, so no one sample tells more than (1 - eps) / eps of either level.
+  const double eps = std::clamp(persist_.tail, 1e-12, 0.5);
+  const double cap = std::log((1.0 - eps) / eps);
+  const double llr = 0.5 * (r_old * r_old / s_old - r_new * r_new / s_new) + 0.5 * std::log(s_old / s_new);
+  evidence_ += std::clamp(llr, -cap, cap) * (1.0 - phi) / (1.0 + phi);
   const double keep = std::log((1.0 - t.false_revert) / t.false_keep);
   const double drop = std::log(t.false_revert / (1.0 - t.false_keep));
   const bool last = since_change_ + 1 >= t.max_trial_steps;
@@ -295,6 +304,10 @@ bool Estimator::observe_wait(std::size_t i, const WorkerSample& s) {
 
 void Estimator::seed(std::size_t i, double overhead, double speed, double batch, bool guess) {
   wall_[i].seed(overhead, 1.0 / speed, std::max(batch, 1.0), guess, tuning_);
+}
+
+bool Estimator::settled(std::size_t i) const {
+  return (on_cpu_[i] && cpu_[i].known() ? cpu_[i] : wall_[i]).settled(tuning_);
 }
 
 bool Estimator::all_known() const {

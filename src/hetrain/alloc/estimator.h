@@ -92,6 +92,9 @@ class LineEstimate {
   double persistence() const { return persist_.corr; }
   std::size_t samples() const { return samples_; }
   std::size_t changes() const { return changes_; }
+  // Enough samples that a wrong start (a first sample in a burst) would have
+  // raised an alarm and been corrected: the fewest that can raise one.
+  bool settled(const AdaptiveTuning& t) const;
 
   // One step passes: the level's uncertainty grows by the speed drift.
   void drift(const AdaptiveTuning& t);
@@ -127,9 +130,13 @@ class LineEstimate {
   // Also the first three moments of the CUSUM's input (whitened, clipped),
   // whose distribution sets the limits that give its design false-alarm rate
   // (limits()).
+  // And the share of residuals the clip cut (Gaussian noise: 0.27% at 3
+  // sigma): how often the noise itself throws a sample as far out as a
+  // change would (a change's test caps one sample's evidence by it).
   struct Persistence {
     double corr = 0.0, zz = 1.0, zl = 0.0;
     double m1 = 0.0, m2 = 1.0, m3 = 0.0;
+    double tail = 0.0;
   };
   std::array<double, 2> limits(const AdaptiveTuning& t) const;
   Persistence persist_, before_up_, before_down_;
@@ -180,6 +187,8 @@ class Estimator {
   void seed(std::size_t i, double overhead, double speed, double batch, bool guess);
   // Every worker has a compute line.
   bool all_known() const;
+  // Worker i's planned line (CPU-seconds on a shared host, else compute) is settled.
+  bool settled(std::size_t i) const;
   const AdaptiveTuning& tuning() const { return tuning_; }
 
  private:

@@ -146,6 +146,27 @@ std::unique_ptr<StepCostModel> Proposer::model(const Plan& p, const std::vector<
   return std::make_unique<HostCostModel>(unit_of, std::move(pooled), placement_.host_cores);
 }
 
+// A worker whose line is not settled (estimator.h) keeps one sample: idled
+// on a first sample that fell in a burst, it would not be measured again
+// for hundreds of steps. Each is taken from the worker holding the most, as
+// a probe's; kept where that costs less than a move is worth (min_gain of
+// the makespan: one sample of a saturated host's shared CPU, not a worker
+// too slow for one sample).
+void Proposer::keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedSplit& best) const {
+  std::vector<std::size_t> split = best.split;
+  bool changed = false;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    if (split[i] != 0 || e.settled(i)) continue;
+    const auto donor = std::max_element(split.begin(), split.end());
+    if (*donor <= std::max<std::size_t>(bounds_.min_local, 1)) break;
+    --*donor, ++split[i], changed = true;
+  }
+  if (!changed) return;
+  const double makespan = m.makespan(split);
+  if (makespan > (1.0 + tuning_.min_gain) * best.makespan) return;
+  best.split = std::move(split), best.makespan = makespan;
+}
+
 Proposal Proposer::propose(const Estimator& e, const std::vector<std::size_t>& incumbent) {
   const Plan p = plan(e, incumbent);
   const std::vector<std::size_t> unit_of = grouper_.group(p.key);
@@ -153,6 +174,7 @@ Proposal Proposer::propose(const Estimator& e, const std::vector<std::size_t>& i
   const std::vector<std::size_t> tier_of = hosts_ ? tiers_.group(p.cpu_key) : std::vector<std::size_t>{};
   const std::unique_ptr<StepCostModel> m = model(p, unit_of, tier_of);
   SolvedSplit best = solve(*m, global_batch_, bounds_);
+  keep_in_sight(e, *m, best);
   Proposal out;
   out.split = std::move(best.split);
   out.best = best.makespan;
