@@ -272,6 +272,25 @@ TEST(Oracle, FollowsTheWorldsEventsInTheSimulator) {
   EXPECT_DOUBLE_EQ(r.steps[3].compute, 0.15);
 }
 
+TEST(Oracle, ALateOracleRunsTheEqualSplitUntilItKnowsAndFollowsAChangeLate) {
+  Cluster c = three();
+  Event e;
+  e.step = 3;
+  e.group = 2;
+  e.factor = 1.0 / 3;
+  c.events.push_back(e);
+  SimOptions o;
+  o.alloc.name = "oracle";
+  o.steps = 6;
+  o.record_splits = true;
+  o.oracle_start = 2, o.oracle_lag = 2;
+  const SimResult r = simulate(c, o);
+  EXPECT_EQ(r.splits[1], (std::vector<std::size_t>{20, 20, 20}));  // nothing known yet
+  EXPECT_EQ(r.splits[2], (std::vector<std::size_t>{10, 20, 30}));
+  EXPECT_EQ(r.splits[4], (std::vector<std::size_t>{10, 20, 30}));  // the change, not yet learnt
+  EXPECT_EQ(r.splits[5], (std::vector<std::size_t>{15, 30, 15}));
+}
+
 // One machine of one core holding a worker of 1 ms per sample and `pair`
 // of 2 ms; B = 90.
 Cluster one_core(std::size_t pair) {

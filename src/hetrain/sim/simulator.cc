@@ -211,6 +211,10 @@ void Run::apply_events(std::size_t total) {
 
 std::vector<std::size_t> Run::slice(std::size_t total, std::size_t batch) {
   if (!policy_) {  // the oracle, solved again when the world (or, late, its speeds) or the batch changes
+    if (total < o_.oracle_start) {
+      return alloc::split_proportional(std::vector<double>(w_.rank_group.size(), 1.0), batch,
+                                       bounds_of(w_.groups));
+    }
     if (total >= oracle_due_) {
       oracle_batch_ = 0;
       oracle_due_ = kNever;

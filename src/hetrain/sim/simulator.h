@@ -28,6 +28,9 @@ struct SimOptions {
   // oracle: steps it takes to learn of a change of speed (0: at once); a
   // change of membership it always sees at once (its split must fit).
   std::size_t oracle_lag = 0;
+  // oracle: steps it runs the equal split at the start, before it knows the
+  // speeds (as a policy that has measured nothing; 0: it knows them at once).
+  std::size_t oracle_start = 0;
   // Called with every observation the policy gets (tests, tracing).
   std::function<void(const alloc::Observation&)> on_observe;
 };
