@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <queue>
+#include <utility>
 
 #include "hetrain/alloc/device_cost.h"
 #include "hetrain/alloc/hosts.h"
@@ -154,12 +156,23 @@ std::unique_ptr<StepCostModel> Proposer::model(const Plan& p, const std::vector<
 // too slow for one sample).
 void Proposer::keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedSplit& best) const {
   std::vector<std::size_t> split = best.split;
+  std::vector<std::size_t> kept;
+  for (std::size_t i = 0; i < split.size(); ++i)
+    if (split[i] == 0 && !e.settled(i)) kept.push_back(i);
+  if (kept.empty()) return;
+  // Donors by samples held, most first, then the lowest rank (a heap: O(N + k log N), not O(N k)).
+  using Donor = std::pair<std::size_t, std::size_t>;  // (samples, rank)
+  auto fewer = [](const Donor& a, const Donor& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; };
+  std::priority_queue<Donor, std::vector<Donor>, decltype(fewer)> donors(fewer);
+  for (std::size_t i = 0; i < split.size(); ++i)
+    if (split[i] > 0) donors.emplace(split[i], i);
   bool changed = false;
-  for (std::size_t i = 0; i < split.size(); ++i) {
-    if (split[i] != 0 || e.settled(i)) continue;
-    const auto donor = std::max_element(split.begin(), split.end());
-    if (*donor <= std::max<std::size_t>(bounds_.min_local, 1)) break;
-    --*donor, ++split[i], changed = true;
+  for (const std::size_t i : kept) {
+    if (donors.empty() || donors.top().first <= std::max<std::size_t>(bounds_.min_local, 1)) break;
+    const std::size_t d = donors.top().second;
+    donors.pop();
+    --split[d], ++split[i], changed = true;
+    donors.emplace(split[d], d);
   }
   if (!changed) return;
   const double makespan = m.makespan(split);
