@@ -94,5 +94,18 @@ TEST(Policy, ShortLastBatchKeepsTheProportions) {
   EXPECT_EQ(sum(t), 3u);
 }
 
+TEST(GiveOneEach, TakesFromWhoeverHoldsTheMostLowestRankFirstAndStopsAtTheFloor) {
+  std::vector<std::size_t> s{5, 7, 7, 0, 0, 0};
+  EXPECT_TRUE(give_one_each(s, {3, 4, 5}, 1));
+  // Rank 1 (7, the lowest of the two), rank 2 (7), rank 1 (6, tied with rank 2).
+  EXPECT_EQ(s, (std::vector<std::size_t>{5, 5, 6, 1, 1, 1}));
+  std::vector<std::size_t> t{2, 2, 0, 0, 0};
+  EXPECT_TRUE(give_one_each(t, {2, 3, 4}, 1));
+  EXPECT_EQ(t, (std::vector<std::size_t>{1, 1, 1, 1, 0}));  // no donor may fall below the floor
+  std::vector<std::size_t> u{1, 1, 0};
+  EXPECT_FALSE(give_one_each(u, {2}, 1));
+  EXPECT_EQ(u, (std::vector<std::size_t>{1, 1, 0}));
+}
+
 }  // namespace
 }  // namespace hetrain::alloc

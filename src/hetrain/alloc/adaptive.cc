@@ -163,13 +163,10 @@ void AdaptivePolicy::decide(std::size_t step) {
 // `proposal` uses, each taken from the worker holding the most (which keeps
 // at least one).
 std::vector<std::size_t> AdaptivePolicy::probe_of(const std::vector<std::size_t>& proposal) const {
-  std::vector<std::size_t> s = incumbent_;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (incumbent_[i] != 0 || proposal[i] == 0) continue;
-    const auto donor = std::max_element(s.begin(), s.end());
-    if (*donor <= std::max<std::size_t>(bounds_.min_local, 1)) break;
-    --*donor, ++s[i];
-  }
+  std::vector<std::size_t> s = incumbent_, idle;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (incumbent_[i] == 0 && proposal[i] > 0) idle.push_back(i);
+  give_one_each(s, idle, std::max<std::size_t>(bounds_.min_local, 1));
   return s;
 }
 

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
-#include <utility>
 
 #include "hetrain/alloc/device_cost.h"
 #include "hetrain/alloc/hosts.h"
@@ -155,26 +153,10 @@ std::unique_ptr<StepCostModel> Proposer::model(const Plan& p, const std::vector<
 // the makespan: one sample of a saturated host's shared CPU, not a worker
 // too slow for one sample).
 void Proposer::keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedSplit& best) const {
-  std::vector<std::size_t> split = best.split;
-  std::vector<std::size_t> kept;
+  std::vector<std::size_t> split = best.split, kept;
   for (std::size_t i = 0; i < split.size(); ++i)
     if (split[i] == 0 && !e.settled(i)) kept.push_back(i);
-  if (kept.empty()) return;
-  // Donors by samples held, most first, then the lowest rank (a heap: O(N + k log N), not O(N k)).
-  using Donor = std::pair<std::size_t, std::size_t>;  // (samples, rank)
-  auto fewer = [](const Donor& a, const Donor& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; };
-  std::priority_queue<Donor, std::vector<Donor>, decltype(fewer)> donors(fewer);
-  for (std::size_t i = 0; i < split.size(); ++i)
-    if (split[i] > 0) donors.emplace(split[i], i);
-  bool changed = false;
-  for (const std::size_t i : kept) {
-    if (donors.empty() || donors.top().first <= std::max<std::size_t>(bounds_.min_local, 1)) break;
-    const std::size_t d = donors.top().second;
-    donors.pop();
-    --split[d], ++split[i], changed = true;
-    donors.emplace(split[d], d);
-  }
-  if (!changed) return;
+  if (kept.empty() || !give_one_each(split, kept, std::max<std::size_t>(bounds_.min_local, 1))) return;
   const double makespan = m.makespan(split);
   if (makespan > (1.0 + tuning_.min_gain) * best.makespan) return;
   best.split = std::move(split), best.makespan = makespan;

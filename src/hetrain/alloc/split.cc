@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <queue>
 #include <string>
+#include <utility>
 
 #include "hetrain/common/error.h"
 
@@ -112,6 +114,23 @@ std::vector<std::size_t> split_equal(std::size_t n, std::size_t total) {
   std::vector<std::size_t> out(n, total / n);
   for (std::size_t i = 0; i < total % n; ++i) ++out[i];
   return out;
+}
+
+bool give_one_each(std::vector<std::size_t>& split, const std::vector<std::size_t>& to, std::size_t floor) {
+  using Donor = std::pair<std::size_t, std::size_t>;  // (samples, rank)
+  auto fewer = [](const Donor& a, const Donor& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; };
+  std::priority_queue<Donor, std::vector<Donor>, decltype(fewer)> donors(fewer);
+  for (std::size_t i = 0; i < split.size(); ++i)
+    if (split[i] > 0) donors.emplace(split[i], i);
+  bool moved = false;
+  for (const std::size_t i : to) {
+    if (donors.empty() || donors.top().first <= floor) break;
+    const std::size_t d = donors.top().second;
+    donors.pop();
+    --split[d], ++split[i], moved = true;
+    donors.emplace(split[d], d);
+  }
+  return moved;
 }
 
 }  // namespace hetrain::alloc

@@ -41,4 +41,10 @@ std::vector<std::size_t> split_proportional(std::span<const double> weights, std
 // B/n each, the remainder spread over the first ranks.
 std::vector<std::size_t> split_equal(std::size_t n, std::size_t total);
 
+// One sample to each worker of `to` (in order), each taken from the worker
+// holding the most (the lowest rank among ties), while that worker keeps
+// more than `floor`: how a measurement is bought where it costs least.
+// Returns whether any sample moved. O(N + k log N) for k receivers.
+bool give_one_each(std::vector<std::size_t>& split, const std::vector<std::size_t>& to, std::size_t floor);
+
 }  // namespace hetrain::alloc
