@@ -246,6 +246,19 @@ TEST(Estimator, ChangesOfHostWorkersAreSeenInTheirCpuSeconds) {
   EXPECT_TRUE(changed);
 }
 
+TEST(Estimator, EveryWorkersSamplesAreObservedInAStepWhereAnotherChanged) {
+  // Two workers on an oversubscribed host, both sleeping; worker 0 stops
+  // sleeping (a change) and worker 1's time off the CPU must still be counted
+  // that step (it once was skipped for every worker after the first change).
+  Estimator e(2, kTuning, {true, true});
+  std::vector<WorkerSample> s(2, WorkerSample{10.0, 0.4, 0.1, 0.3});
+  for (int i = 0; i < 10; ++i) e.observe(s);
+  const std::size_t before = e.wait(1).samples();
+  s[0].wait = 0.0;
+  EXPECT_TRUE(e.observe(s));
+  EXPECT_EQ(e.wait(1).samples(), before + 1);
+}
+
 TEST(Estimator, AHostWorkerThatStopsSleepingHasChangedAndPlansNoWait) {
   Estimator e(1, kTuning, {true});
   std::vector<WorkerSample> s(1);

@@ -283,7 +283,9 @@ bool Estimator::observe(const std::vector<WorkerSample>& samples) {
     const WorkerSample& s = samples[i];
     const bool wall = wall_[i].observe(s.batch, s.compute, tuning_);
     const bool cpu = cpu_[i].observe(s.batch, s.cpu, tuning_);
-    changed = changed || (on_cpu_[i] ? observe_wait(i, s) || cpu : wall);
+    // Every sample is observed, whether or not another worker changed this step.
+    const bool wait = on_cpu_[i] && observe_wait(i, s);
+    changed = changed || (on_cpu_[i] ? cpu || wait : wall);
   }
   return changed;
 }
