@@ -279,13 +279,18 @@ Estimator::Estimator(std::size_t workers, AdaptiveTuning tuning, std::vector<boo
 bool Estimator::observe(const std::vector<WorkerSample>& samples) {
   bool changed = false;
   for (std::size_t i = 0; i < wall_.size(); ++i) {
-    wall_[i].drift(tuning_), cpu_[i].drift(tuning_), wait_[i].drift(tuning_);
     const WorkerSample& s = samples[i];
+    wall_[i].drift(tuning_);
     const bool wall = wall_[i].observe(s.batch, s.compute, tuning_);
-    const bool cpu = cpu_[i].observe(s.batch, s.cpu, tuning_);
+    if (!on_cpu_[i]) {  // planned by its compute time alone (its other lines are never read)
+      changed = changed || wall;
+      continue;
+    }
+    cpu_[i].drift(tuning_), wait_[i].drift(tuning_);
     // Every sample is observed, whether or not another worker changed this step.
-    const bool wait = on_cpu_[i] && observe_wait(i, s);
-    changed = changed || (on_cpu_[i] ? cpu || wait : wall);
+    const bool cpu = cpu_[i].observe(s.batch, s.cpu, tuning_);
+    const bool wait = observe_wait(i, s);
+    changed = changed || cpu || wait;
   }
   return changed;
 }
