@@ -168,7 +168,8 @@ struct WorkerSample {
   double wait = -1.0;    // seconds off the CPU (< 0: not measured)
 };
 
-// Every worker's three lines.
+// Every worker's lines: its compute time; for a worker on the CPU also its
+// CPU-seconds and time off the CPU (the others' stay unknown: no plan reads them).
 class Estimator {
  public:
   // `on_cpu`, by rank (empty: none): workers sharing a host's cores, whose
