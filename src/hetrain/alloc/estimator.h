@@ -93,7 +93,8 @@ class LineEstimate {
   std::size_t samples() const { return samples_; }
   std::size_t changes() const { return changes_; }
   // Enough samples that a wrong start (a first sample in a burst) would have
-  // raised an alarm and been corrected: the fewest that can raise one.
+  // raised an alarm and been corrected: the first, which sets the line, and
+  // after it the fewest residuals that can raise one.
   bool settled(const AdaptiveTuning& t) const;
 
   // One step passes: the level's uncertainty grows by the speed drift.
