@@ -211,7 +211,7 @@ void Run::apply_events(std::size_t total) {
 
 std::vector<std::size_t> Run::slice(std::size_t total, std::size_t batch) {
   if (!policy_) {  // the oracle, solved again when the world (or, late, its speeds) or the batch changes
-    if (total < o_.oracle_start) {
+    if (total < o_.oracle_start) {  // equal shares within the world's bounds (split_equal has none)
       return alloc::split_proportional(std::vector<double>(w_.rank_group.size(), 1.0), batch,
                                        bounds_of(w_.groups));
     }
