@@ -72,6 +72,20 @@ TEST(Grouper, AHeldGroupIsNotCutByNoiseWithinTwiceTheStatisticalTolerance) {
   EXPECT_EQ(g.group(keys({1.0, 1.6}, 0.05)), (Units{0, 1}));   // 47%: cut
 }
 
+TEST(Grouper, AWorkerOfAnotherUnitSortingBetweenTwoMembersDoesNotCutTheirUnit) {
+  Grouper g(kTuning);
+  // Twins A and B (errors of 5%) are one unit; C (1%) is apart.
+  std::vector<GroupKey> k = keys({1.0, 1.05, 1.6}, 0.05);
+  k[2].error = 0.01;
+  EXPECT_EQ(g.group(k), (Units{0, 0, 1}));
+  // C now sorts between them, closer to B: B joins C first, and the boundary
+  // A | {C, B} is between two workers that were not one unit. A and B, 20%
+  // apart on 7.1% combined errors, are within their unit's hold (42%).
+  k[1].time = 1.22, k[2].time = 1.18;
+  const Units u = g.group(k);
+  EXPECT_EQ(u[0], u[1]);
+}
+
 TEST(Grouper, AFreshChangeStaysInItsUnitButJoinsNoOther) {
   Grouper g(kTuning);
   // Twins 1.0 and 1.0, and a worker at 1.6; errors of 1%.

@@ -39,12 +39,34 @@ double Grouper::share(const std::vector<Segment>& s, std::size_t left, const std
   const Segment& b = s[a.next];
   const std::size_t i = order[a.last], j = order[b.first];
   if (keys[i].klass != keys[j].klass) return std::numeric_limits<double>::infinity();
-  const bool held = previous_.size() == keys.size() && previous_[i] == previous_[j];
+  const bool held = held_[a.last];
   const double combined = std::sqrt(1.0 / a.weight + 1.0 / b.weight);  // hypot of the two errors
   const double tolerance =
       held ? 2.0 * std::max(tuning_.alike, tuning_.clip_sigmas * std::hypot(combined, std::hypot(a.reach, b.reach)))
            : std::max(tuning_.alike, tuning_.clip_sigmas * combined);
   return (b.level() - a.level()) / tolerance;
+}
+
+// held_[k]: some unit of the last call has members on both sides of the
+// boundary after sorted position k, so that boundary is within a unit (a
+// worker of another unit sorting between two members does not cut it).
+void Grouper::mark_held(const std::vector<GroupKey>& keys, const std::vector<std::size_t>& order) {
+  const std::size_t n = keys.size();
+  held_.assign(n, false);
+  if (previous_.size() != n) return;
+  std::vector<std::size_t> first(n, kNone), last(n, 0);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t u = previous_[order[k]];
+    if (first[u] == kNone) first[u] = k;
+    last[u] = k;
+  }
+  std::vector<int> open(n + 1, 0);  // units spanning each boundary, as differences
+  for (std::size_t u = 0; u < n; ++u) {
+    if (first[u] == kNone || first[u] == last[u]) continue;
+    ++open[first[u]], --open[last[u]];
+  }
+  int spanning = 0;
+  for (std::size_t k = 0; k + 1 < n; ++k) held_[k] = (spanning += open[k]) > 0;
 }
 
 std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
@@ -56,6 +78,7 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   std::sort(sorted.begin(), sorted.end());
   std::vector<std::size_t> order(n);
   for (std::size_t k = 0; k < n; ++k) order[k] = std::get<2>(sorted[k]);
+  mark_held(keys, order);
   std::vector<Segment> seg(n);
   for (std::size_t k = 0; k < n; ++k) {
     const GroupKey& key = keys[order[k]];

@@ -12,9 +12,11 @@
 // worker therefore joins the segment it is statistically closest to, not
 // whichever its neighbour in the sort happened to be, and a continuous
 // spread of speeds is not chained (a segment's level moves to its middle).
-// One hysteresis: a boundary between workers that were one unit at the last
-// call is held at twice the tolerance (6 standard errors: noise alone does
-// not cut a unit), its errors widened by the members' reach (a level a fresh
+// One hysteresis: a boundary within a unit of the last call (some unit has
+// members on both sides of it in the sort, so a worker of another unit
+// sorting between two members does not cut them) is held at twice the
+// tolerance (6 standard errors: noise alone does not cut a unit), its errors
+// widened by the members' reach (a level a fresh
 // change alarm just moved may be a false alarm's: it stays in its unit until
 // the samples after the alarm confirm it). Reach only widens a boundary that
 // was held: it makes no worker alike to one it was not with.
@@ -47,10 +49,12 @@ class Grouper {
   struct Segment;
   double share(const std::vector<Segment>& s, std::size_t left, const std::vector<GroupKey>& keys,
                const std::vector<std::size_t>& order) const;
+  void mark_held(const std::vector<GroupKey>& keys, const std::vector<std::size_t>& order);
   AdaptiveTuning tuning_;
   std::vector<std::size_t> previous_;  // the last call's units (empty: none)
   // Working space: the merge queue's buckets (kept to reuse their memory).
   std::vector<std::vector<std::array<std::size_t, 3>>> buckets_;
+  std::vector<bool> held_;
 };
 
 }  // namespace hetrain::alloc
