@@ -13,13 +13,14 @@
 // whichever its neighbour in the sort happened to be, and a continuous
 // spread of speeds is not chained (a segment's level moves to its middle).
 // One hysteresis: a boundary within a unit of the last call (some unit has
-// members on both sides of it in the sort, so a worker of another unit
-// sorting between two members does not cut them) is held at twice the
-// tolerance (6 standard errors: noise alone does not cut a unit), its errors
-// widened by the members' reach (a level a fresh
-// change alarm just moved may be a false alarm's: it stays in its unit until
-// the samples after the alarm confirm it). Reach only widens a boundary that
-// was held: it makes no worker alike to one it was not with.
+// members on both sides of it in the sort) is held at twice the tolerance
+// (6 standard errors: noise alone does not cut a unit). A worker of another
+// unit that sorts between two members does not cut them: it is held to them
+// as they are to each other, and may join them. A held boundary's errors are
+// widened by the members' reach (a level a fresh change alarm just moved may
+// be a false alarm's: it stays in its unit until the samples after the alarm
+// confirm it). Reach only widens a boundary that is held: it makes no worker
+// alike to one it was not with.
 // O(N log N): a sort, then a bucket queue of boundaries.
 #pragma once
 
