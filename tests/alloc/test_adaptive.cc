@@ -411,7 +411,9 @@ TEST(AdaptiveOnHosts, AWorkerWhoseFirstSampleFellInABurstIsMeasuredUntilItCanBeC
     p->observe(o);
     const Split now = p->split();
     const auto [lo, hi] = std::minmax_element(now.begin(), now.end());
-    if (s >= 20) EXPECT_LE(*hi - *lo, 1u) << "step " << s << ": " << ::testing::PrintToString(now);
+    if (s >= 20) {
+      EXPECT_LE(*hi - *lo, 1u) << "step " << s << ": " << ::testing::PrintToString(now);
+    }
   }
 }
 

@@ -50,8 +50,8 @@ double Grouper::share(const std::vector<Segment>& s, std::size_t left, const std
 // held_[k]: some unit of the last call has members on both sides of the
 // boundary after sorted position k, so that boundary is within a unit (a
 // worker of another unit sorting between two members does not cut it).
-void Grouper::mark_held(const std::vector<GroupKey>& keys, const std::vector<std::size_t>& order) {
-  const std::size_t n = keys.size();
+void Grouper::mark_held(const std::vector<std::size_t>& order) {
+  const std::size_t n = order.size();
   held_.assign(n, false);
   if (previous_.size() != n) return;
   std::vector<std::size_t> first(n, kNone), last(n, 0);
@@ -78,7 +78,7 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   std::sort(sorted.begin(), sorted.end());
   std::vector<std::size_t> order(n);
   for (std::size_t k = 0; k < n; ++k) order[k] = std::get<2>(sorted[k]);
-  mark_held(keys, order);
+  mark_held(order);
   std::vector<Segment> seg(n);
   for (std::size_t k = 0; k < n; ++k) {
     const GroupKey& key = keys[order[k]];

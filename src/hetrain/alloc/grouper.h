@@ -50,10 +50,11 @@ class Grouper {
   struct Segment;
   double share(const std::vector<Segment>& s, std::size_t left, const std::vector<GroupKey>& keys,
                const std::vector<std::size_t>& order) const;
-  void mark_held(const std::vector<GroupKey>& keys, const std::vector<std::size_t>& order);
+  void mark_held(const std::vector<std::size_t>& order);
   AdaptiveTuning tuning_;
   std::vector<std::size_t> previous_;  // the last call's units (empty: none)
-  // Working space: the merge queue's buckets (kept to reuse their memory).
+  // Working space of one call: the merge queue's buckets (kept to reuse their
+  // memory) and, by sorted position, whether the boundary after it is held.
   std::vector<std::vector<std::array<std::size_t, 3>>> buckets_;
   std::vector<bool> held_;
 };
