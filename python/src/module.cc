@@ -80,6 +80,7 @@ void bind_values(py::module_& m) {
       .def_readwrite("host", &alloc::Placement::host)
       .def_readwrite("cpus", &alloc::Placement::cpus)
       .def_readwrite("host_cores", &alloc::Placement::host_cores)
+      .def_readwrite("kind", &alloc::Placement::kind)
       .def("shared", &alloc::Placement::shared)
       .def("oversubscribed", &alloc::Placement::oversubscribed)
       .def("check", &alloc::Placement::check, py::arg("workers"));
@@ -122,15 +123,19 @@ void bind_policy(py::module_& m) {
 
 void bind_placement(py::module_& m) {
   py::class_<train::WorkerPlace>(m, "WorkerPlace", "What one worker says of itself (train/placement.h).")
-      .def(py::init([](double host_id, double cpus, double host_cores) {
-             return train::WorkerPlace{host_id, cpus, host_cores};
+      .def(py::init([](double host_id, double cpus, double host_cores, double kind_id) {
+             return train::WorkerPlace{host_id, cpus, host_cores, kind_id};
            }),
-           py::arg("host_id"), py::arg("cpus"), py::arg("host_cores"))
+           py::arg("host_id"), py::arg("cpus"), py::arg("host_cores"), py::arg("kind_id") = 0.0)
       .def_readwrite("host_id", &train::WorkerPlace::host_id)
       .def_readwrite("cpus", &train::WorkerPlace::cpus)
-      .def_readwrite("host_cores", &train::WorkerPlace::host_cores);
-  m.def("this_worker", &train::this_worker, py::arg("threads"),
-        "This process computing with `threads` threads: its host, CPUs (threads, affinity, cgroup quota), host cores.");
+      .def_readwrite("host_cores", &train::WorkerPlace::host_cores)
+      .def_readwrite("kind_id", &train::WorkerPlace::kind_id);
+  m.def(
+      "this_worker", [](int threads, const std::string& kind) { return train::this_worker(threads, kind); },
+      py::arg("threads"), py::arg("kind") = "",
+      "This process computing with `threads` threads, of `kind` (a device's model; \"\": not said): its host, "
+      "CPUs (threads, affinity, cgroup quota), host cores, kind id.");
   m.def(
       "placement_of", [](const std::vector<train::WorkerPlace>& w) { return train::placement_of(w); },
       py::arg("workers"), "The placement from every rank's WorkerPlace, in rank order.");

@@ -106,6 +106,20 @@ TEST(Grouper, AFreshChangeStaysInItsUnitButJoinsNoOther) {
   EXPECT_EQ(h.group(fresh), (Units{0, 1}));
 }
 
+TEST(Grouper, AUnitWhoseMembersNowSortInTwoClassesHoldsNoBoundaryOfAClassBetween) {
+  Grouper g(kTuning);
+  // Worker 1 is with worker 0 (class 1); workers 2 and 3 (class 2) are apart.
+  std::vector<GroupKey> k = keys({1.0, 1.0, 1.0, 1.3}, 0.01);
+  k[0].klass = k[1].klass = 1, k[2].klass = k[3].klass = 2;
+  EXPECT_EQ(g.group(k), (Units{0, 0, 1, 2}));
+  // Worker 1's class changes to 3 (its CPU line became known): its unit now
+  // sorts in classes 1 and 3, around class 2, whose workers 6% apart (beyond
+  // the tolerance of 4.2%, within twice it) were never one unit: still apart.
+  k[1].klass = 3, k[3].time = 1.06;
+  const Units u = g.group(k);
+  EXPECT_NE(u[2], u[3]);
+}
+
 TEST(Grouper, DifferentClassesAreNeverAlike) {
   Grouper g(kTuning);
   std::vector<GroupKey> k = keys({1.0, 1.0, 1.0});

@@ -208,7 +208,10 @@ def case_loader_workers(work):
 def case_adaptive(work):
     b, speeds = 96, [1.0, 0.25, 1.0]
     results, _ = launch(work, 3, ["--policy", "adaptive", "-b", str(b), "--samples", str(b * 16),
-                                  "--max-steps", "16", "--sample-cost-ms", "3", "--speeds", ",".join(map(str, speeds))])
+                                  "--max-steps", "16", "--sample-cost-ms", "3", "--speeds", ",".join(map(str, speeds)),
+                                  "--kinds", "fast,slow,fast"])
+    # Each rank's kind, gathered through real torch.distributed: kinds numbered from 1 in rank order.
+    assert all(r["kinds"] == [1, 2, 1] for r in results), [r["kinds"] for r in results]
     target = [b * s / sum(speeds) for s in speeds]
     near = lambda split: all(abs(x - t) <= max(0.1 * t, 1.0) for x, t in zip(split, target))  # 1: whole samples
     used = [o["local_batch"] for o in results[0]["observations"]]

@@ -76,6 +76,7 @@ def parse():
     p.add_argument("--num-workers", type=int, default=0)
     p.add_argument("--sample-cost-ms", type=float, default=0.0)
     p.add_argument("--speeds", default="")
+    p.add_argument("--kinds", default="", help="each rank's Balancer kind, comma-separated (default: none said)")
     p.add_argument("--max-local", type=int, default=0)
     p.add_argument("--checkpoint", default="", help="save here after --stop-after steps and stop")
     p.add_argument("--stop-after", type=int, default=0)
@@ -92,7 +93,8 @@ def main():
     rank = dist.get_rank()
     shares = [float(s) for s in a.shares.split(",")] if a.shares else None
     balancer = ht.Balancer(a.policy, global_batch=a.global_batch, shares=shares,
-                           max_local_batch=a.max_local or None, record=True)
+                           max_local_batch=a.max_local or None, record=True,
+                           kind=a.kinds.split(",")[rank] if a.kinds else None)
     data = Synthetic(a.samples) if a.data == "synthetic" else FashionMnist()
     sampler = ht.BatchSampler(data, balancer, seed=3)
     loader = DataLoader(data, batch_sampler=sampler, num_workers=a.num_workers)
@@ -134,7 +136,8 @@ def main():
     params = torch.cat([p.detach().flatten() for p in model.module.parameters()]).tolist()
     with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, "params": params, "used": used, "observations": balancer.observations,
-                   "stats": balancer.stats(), "learned": balancer.learned()}, f)
+                   "stats": balancer.stats(), "learned": balancer.learned(),
+                   "kinds": list(balancer._placement.kind)}, f)
     dist.barrier()  # no rank tears its connections down while another still finishes a collective
     dist.destroy_process_group()
 

@@ -68,6 +68,19 @@ TEST(Cluster, ReadsGroupsNetworkAndEventsInStepOrder) {
   EXPECT_EQ(c.events[1].speed, 50.0);
 }
 
+// A device group reports its name as its kind (as a GPU reports its model)
+// unless `kind` names it; a group on a machine reports none unless told.
+TEST(Cluster, AGroupsKindIsItsOwnItsNameOffAnyMachineElseNone) {
+  const Cluster c = parse_cluster(kGood, "c.toml");
+  EXPECT_EQ(reported_kind(c.groups[0]), "a");
+  const Cluster same = parse_cluster(std::string(kGood) + "[[group]]\nname = \"c\"\nspeed = 100\nkind = \"a\"\n"
+                                     "[[machine]]\nname = \"m\"\ncores = 2\n[[group]]\nname = \"d\"\nspeed = 1\n"
+                                     "machine = \"m\"\n",
+                                     "c.toml");
+  EXPECT_EQ(reported_kind(same.groups[2]), "a");
+  EXPECT_EQ(reported_kind(same.groups[3]), "");
+}
+
 TEST(Cluster, AWrongValueNamesFileLineAndKey) {
   std::string text = kGood;
   text.replace(text.find("speed = 100"), 11, "speed = \"fast\"");

@@ -214,7 +214,7 @@ TEST(AllocationProperty, ThePolicyKeepsUpWithTheBestFixedSplitAndTheOracleAndIde
     spread += v.apart.first.empty() ? 0 : 1;
     checked += v.apart.checked, apart += v.apart.apart;
     // HETRAIN_PROPERTY_RATIOS: every cluster's ratio, to compare policies beyond pass and fail.
-    if (std::getenv("HETRAIN_PROPERTY_RATIOS") != nullptr) fmt::print(stderr, "R {} {} {:.4f} {}\n", seed, changes(c) ? 1 : 0, v.ratio, v.apart.first);
+    if (std::getenv("HETRAIN_PROPERTY_RATIOS") != nullptr) fmt::print(stderr, "R {} {} {:.4f} {}/{} {}\n", seed, changes(c) ? 1 : 0, v.ratio, v.apart.apart, v.apart.checked, v.apart.first);
     if (!v.slow && v.apart.first.empty()) continue;
     failing.push_back(seed);
     dump(c, seed, true_initial_speeds(c));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hetrain/alloc/policy.h"
+#include "hetrain/common/error.h"
 #include "hetrain/train/placement.h"
 
 namespace hetrain::train {
@@ -27,6 +28,19 @@ TEST(Placement, WorkersWithOneHostIdShareOneHost) {
   EXPECT_EQ(p.host_cores, (std::vector<double>{2.0, 8.0}));
   EXPECT_TRUE(p.shared());
   EXPECT_NO_THROW(p.check(3));
+}
+
+TEST(Placement, WorkersSayingOneKindAreOneKindAndUnsaidIsNone) {
+  const std::vector<WorkerPlace> w{{7.0, 1.0, 2.0, kind_id("a100")},
+                                   {9.0, 1.0, 2.0, kind_id("v100")},
+                                   {7.0, 1.0, 2.0, kind_id("a100")},
+                                   {7.0, 1.0, 2.0, kind_id("")}};
+  const alloc::Placement p = placement_of(w);
+  EXPECT_EQ(p.kind, (std::vector<std::size_t>{1, 2, 1, 0}));
+  EXPECT_NO_THROW(p.check(4));
+  EXPECT_THROW(p.check(3), UsageError);
+  EXPECT_EQ(this_worker(1, "a100").kind_id, kind_id("a100"));
+  EXPECT_EQ(this_worker(1).kind_id, 0.0);
 }
 
 TEST(Placement, ThisWorkerCanUseAtMostItsThreadsAndItsHostsCpus) {

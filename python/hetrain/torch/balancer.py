@@ -32,7 +32,7 @@ class Balancer:
 
     def __init__(self, policy="adaptive", global_batch=None, shares=None, min_local_batch=0, max_local_batch=None,
                  profile_steps=_core.DEFAULT_PROFILE_STEPS, group=None, timeout=DEFAULT_TIMEOUT_SECONDS,
-                 record=False):
+                 record=False, kind=None):
         if not dist.is_available() or not dist.is_initialized():
             raise _usage("call torch.distributed.init_process_group() before creating the Balancer")
         self.group = group if group is not None else dist.group.WORLD
@@ -41,6 +41,9 @@ class Balancer:
             raise _usage(f"global_batch={global_batch!r} must be an integer of at least the {self.workers} ranks")
         if shares is not None and policy != "static":
             raise _usage(f"shares are for the static policy, not {policy!r}")
+        if kind is not None and not isinstance(kind, str):
+            raise _usage(f"kind={kind!r} must be a string (this rank's hardware kind, e.g. its GPU's model)")
+        self.kind = kind  # None: a CUDA device's name, else not said (ranks of different kinds are never one unit)
         self.policy_name, self.global_batch, self.timeout = policy, global_batch, timeout
         self.shares = [float(s) for s in shares] if shares is not None else []
         self.profile_steps = profile_steps
@@ -87,7 +90,10 @@ class Balancer:
             raise _usage("the Balancer is already attached to a model")
         self._device = next(model.parameters()).device
         accelerator = self._device.type != "cpu"
-        self._placement = (placement.gather(self.group, self.rank, self.workers, accelerator, self._comm_device)
+        kind = self.kind
+        if kind is None:
+            kind = torch.cuda.get_device_name(self._device) if self._device.type == "cuda" else ""
+        self._placement = (placement.gather(self.group, self.rank, self.workers, accelerator, self._comm_device, kind)
                            if self.policy_name != "equal" else _core.Placement())
         self._model = model
         self._restart()

@@ -48,22 +48,32 @@ double Grouper::share(const std::vector<Segment>& s, std::size_t left, const std
 }
 
 // held_[k]: some unit of the last call has members on both sides of the
-// boundary after sorted position k, so that boundary is within a unit (a
-// worker of another unit sorting between two members does not cut it).
-void Grouper::mark_held(const std::vector<std::size_t>& order) {
+// boundary after sorted position k within its class, so that boundary is
+// within a unit (a worker of another unit sorting between two members does
+// not cut it). Spans are taken class by class: a unit whose members now
+// sort in two classes (a worker whose class changed) holds no boundary of
+// a class between them.
+void Grouper::mark_held(const std::vector<std::size_t>& order, const std::vector<GroupKey>& keys) {
   const std::size_t n = order.size();
   held_.assign(n, false);
   if (previous_.size() != n) return;
   std::vector<std::size_t> first(n, kNone), last(n, 0);
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::size_t u = previous_[order[k]];
-    if (first[u] == kNone) first[u] = k;
-    last[u] = k;
-  }
   std::vector<int> open(n + 1, 0);  // units spanning each boundary, as differences
-  for (std::size_t u = 0; u < n; ++u) {
-    if (first[u] == kNone || first[u] == last[u]) continue;
-    ++open[first[u]], --open[last[u]];
+  for (std::size_t start = 0; start < n;) {
+    std::size_t end = start;
+    while (end < n && keys[order[end]].klass == keys[order[start]].klass) ++end;
+    for (std::size_t k = start; k < end; ++k) {
+      const std::size_t u = previous_[order[k]];
+      if (first[u] == kNone) first[u] = k;
+      last[u] = k;
+    }
+    for (std::size_t k = start; k < end; ++k) {  // each unit of this class once, then forgotten
+      const std::size_t u = previous_[order[k]];
+      if (first[u] == kNone) continue;
+      if (first[u] != last[u]) ++open[first[u]], --open[last[u]];
+      first[u] = kNone;
+    }
+    start = end;
   }
   int spanning = 0;
   for (std::size_t k = 0; k + 1 < n; ++k) held_[k] = (spanning += open[k]) > 0;
@@ -78,7 +88,7 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   std::sort(sorted.begin(), sorted.end());
   std::vector<std::size_t> order(n);
   for (std::size_t k = 0; k < n; ++k) order[k] = std::get<2>(sorted[k]);
-  mark_held(order);
+  mark_held(order, keys);
   std::vector<Segment> seg(n);
   for (std::size_t k = 0; k < n; ++k) {
     const GroupKey& key = keys[order[k]];

@@ -13,7 +13,7 @@
 // whichever its neighbour in the sort happened to be, and a continuous
 // spread of speeds is not chained (a segment's level moves to its middle).
 // One hysteresis: a boundary within a unit of the last call (some unit has
-// members on both sides of it in the sort) is held at twice the tolerance
+// members on both sides of it in the sort, within its class) is held at twice the tolerance
 // (6 standard errors: noise alone does not cut a unit). A worker of another
 // unit that sorts between two members does not cut them: it is held to them
 // as they are to each other, and may join them. A held boundary's errors are
@@ -50,7 +50,7 @@ class Grouper {
   struct Segment;
   double share(const std::vector<Segment>& s, std::size_t left, const std::vector<GroupKey>& keys,
                const std::vector<std::size_t>& order) const;
-  void mark_held(const std::vector<std::size_t>& order);
+  void mark_held(const std::vector<std::size_t>& order, const std::vector<GroupKey>& keys);
   AdaptiveTuning tuning_;
   std::vector<std::size_t> previous_;  // the last call's units (empty: none)
   // Working space of one call: the merge queue's buckets (kept to reuse their

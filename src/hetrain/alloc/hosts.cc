@@ -225,6 +225,9 @@ bool Placement::oversubscribed() const {
 }
 
 void Placement::check(std::size_t workers) const {
+  if (!kind.empty() && kind.size() != workers) {
+    throw UsageError(fmt::format("placement gives {} kinds for {} workers", kind.size(), workers));
+  }
   if (host.empty() && cpus.empty() && host_cores.empty()) return;  // no placement: all independent
   if (host.size() != workers || cpus.size() != workers) {
     throw UsageError(fmt::format("placement describes {} hosts and {} CPU counts for {} workers", host.size(),

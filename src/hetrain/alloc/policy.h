@@ -49,6 +49,13 @@ struct Placement {
   std::vector<std::size_t> host;   // per worker: index into host_cores, or kNoHost
   std::vector<double> cpus;        // per worker: CPUs it can use at once (its threads, its CPU quota)
   std::vector<double> host_cores;  // per host: CPUs its workers share
+  // Per worker: its kind (a hardware model: a device's name, a declared
+  // type), numbered from 1; 0, or an empty vector: not said. Workers of
+  // different kinds are never one unit nor one tier (grouper.h): what the
+  // hardware tells apart, noise cannot lump together.
+  std::vector<std::size_t> kind;
+
+  std::size_t kind_of(std::size_t worker) const { return worker < kind.size() ? kind[worker] : 0; }
 
   // Whether some host has two workers or more (else hosts change nothing).
   bool shared() const;

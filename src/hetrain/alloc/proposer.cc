@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <unordered_map>
+#include <utility>
 
 #include "hetrain/alloc/device_cost.h"
 #include "hetrain/alloc/hosts.h"
@@ -115,7 +118,26 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
                     cpu ? u.host + 1 : 0, cpu ? main.reach(tuning_) : 0.0};
     if (incumbent[i] > 0) p.error = std::max(p.error, err);
   }
+  with_kinds(p.key);
+  if (hosts_) with_kinds(p.cpu_key);
   return p;
+}
+
+// Each key's class refined by its worker's kind: equal (class, kind) pairs,
+// equal classes; workers of different kinds are never alike. O(N): a hash
+// map of the pairs seen (nothing to do where no kind is said).
+void Proposer::with_kinds(std::vector<GroupKey>& keys) const {
+  if (std::all_of(placement_.kind.begin(), placement_.kind.end(), [](std::size_t k) { return k == 0; })) return;
+  struct PairHash {
+    std::size_t operator()(const std::pair<std::size_t, std::size_t>& p) const {
+      return std::hash<std::size_t>{}(p.first) ^ (std::hash<std::size_t>{}(p.second) * 0x9e3779b97f4a7c15ULL);
+    }
+  };
+  std::unordered_map<std::pair<std::size_t, std::size_t>, std::size_t, PairHash> ids;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto [it, added] = ids.try_emplace({keys[i].klass, placement_.kind_of(i)}, ids.size());
+    keys[i].klass = it->second;
+  }
 }
 
 std::unique_ptr<StepCostModel> Proposer::model(const Plan& p, const std::vector<std::size_t>& unit_of,

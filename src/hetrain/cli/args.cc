@@ -141,6 +141,9 @@ void add_train_options(CLI::App& app, train::TrainOptions& o) {
   app.add_option("--trace", o.trace_path,
                  "Write a per-worker timeline here (Chrome trace-event JSON: Perfetto, chrome://tracing)");
   app.add_option("--threads", o.threads, "Torch threads per worker (0: cores / local workers)");
+  app.add_option("--kind", o.kind,
+                 "This worker's hardware kind (e.g. its GPU's model): adaptive never plans workers of different "
+                 "kinds as one unit");
   app.add_option("--timeout", o.timeout_seconds, "Seconds any rendezvous or collective may take")
       ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "Print nothing but errors (as --log-level error)");

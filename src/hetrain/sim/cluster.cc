@@ -83,7 +83,7 @@ WorkerGroup read_group(const Fields& f, const std::vector<Machine>& machines, co
   f.only({"name", "count", "speed", "sample_cost", "overhead", "noise", "max_local_batch", "price_per_hour",
           "machine", "threads", "quota", "noise_kind", "noise_correlation", "spike_chance", "spike_min",
           "spike_max", "noise_trace", "noise_block", "tile", "cache_samples", "cache_penalty",
-          "device_overhead", "device_sample_cost"});
+          "device_overhead", "device_sample_cost", "kind"});
   WorkerGroup g;
   g.name = f.text("name", std::nullopt);
   g.count = f.count("count", 1);
@@ -99,6 +99,7 @@ WorkerGroup read_group(const Fields& f, const std::vector<Machine>& machines, co
   g.max_local_batch = f.count("max_local_batch", 0);
   g.price_per_hour = f.number("price_per_hour", 0.0, true);
   read_placement(f, machines, g);
+  g.kind = f.text("kind", "");
   return g;
 }
 
@@ -148,6 +149,11 @@ std::size_t Cluster::workers() const {
   std::size_t n = 0;
   for (const auto& g : groups) n += g.count;
   return n;
+}
+
+std::string reported_kind(const WorkerGroup& g) {
+  if (!g.kind.empty()) return g.kind;
+  return g.machine == kNoMachine ? g.name : "";
 }
 
 double standalone_cpus(const Cluster& c, const WorkerGroup& g) {

@@ -70,9 +70,16 @@ std::vector<alloc::WorkerModel> carry_models(const std::vector<alloc::WorkerMode
   return known;
 }
 
-// Which workers share a machine's cores, as the trainer reports it.
+// Which workers share a machine's cores, and their kinds, as the trainer reports them.
 alloc::Placement placement_of(const World& w, const Cluster& c) {
   alloc::Placement p;
+  std::vector<std::string> kinds;  // the distinct kinds reported, numbered from 1
+  for (const std::size_t g : w.rank_group) {
+    const std::string kind = reported_kind(w.groups[g]);
+    auto it = std::find(kinds.begin(), kinds.end(), kind);
+    if (!kind.empty() && it == kinds.end()) it = kinds.insert(kinds.end(), kind);
+    p.kind.push_back(kind.empty() ? 0 : static_cast<std::size_t>(it - kinds.begin()) + 1);
+  }
   if (c.machines.empty()) return p;
   for (const auto& m : c.machines) p.host_cores.push_back(m.cores);
   for (const std::size_t g : w.rank_group) {

@@ -89,6 +89,10 @@ struct ProcessOptions {
   std::string metrics_path;
   std::string trace_path;  // Chrome trace-event timeline, written by rank 0 (record/trace.h)
   int threads = 0;         // torch intra-op threads; 0 = cores / local workers
+  // This worker's hardware kind (a device's model, a machine type): the
+  // adaptive policy never plans workers of different kinds as one unit
+  // (alloc::Placement::kind). "" = not said.
+  std::string kind;
   double timeout_seconds = kDefaultTimeoutSeconds;
   bool quiet = false;
   std::string log_level = "info";  // error | warn | info | debug (--quiet: error)

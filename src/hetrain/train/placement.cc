@@ -20,7 +20,7 @@ constexpr std::uint64_t kFnvOffset = 14695981039346656037ULL;
 constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
 constexpr std::uint64_t kExactInDouble = (std::uint64_t{1} << 52) - 1;
 constexpr std::size_t kHostNameBytes = 256;
-constexpr std::size_t kFieldsPerWorker = 3;
+constexpr std::size_t kFieldsPerWorker = 4;
 
 double host_hash(std::string_view name) {
   std::uint64_t h = kFnvOffset;
@@ -98,11 +98,14 @@ double cgroup_cpu_quota(const std::string& proc_self_cgroup, const std::string& 
   return best;
 }
 
-WorkerPlace this_worker(int threads) {
+double kind_id(std::string_view kind) { return kind.empty() ? 0.0 : std::max(1.0, host_hash(kind)); }
+
+WorkerPlace this_worker(int threads, std::string_view kind) {
   std::array<char, kHostNameBytes> name{};
   gethostname(name.data(), name.size() - 1);
   WorkerPlace w;
   w.host_id = host_hash(name.data());
+  w.kind_id = kind_id(kind);
   w.host_cores = std::max(1.0, static_cast<double>(std::thread::hardware_concurrency()));
   w.cpus = std::min(w.host_cores, static_cast<double>(std::max(threads, 1)));
   cpu_set_t mask;
@@ -116,6 +119,12 @@ WorkerPlace this_worker(int threads) {
 
 alloc::Placement placement_of(std::span<const WorkerPlace> workers) {
   alloc::Placement p;
+  std::vector<double> kinds;  // kind ids said, in order of first appearance: kinds 1, 2, ...
+  for (const WorkerPlace& w : workers) {
+    auto it = std::find(kinds.begin(), kinds.end(), w.kind_id);
+    if (w.kind_id != 0.0 && it == kinds.end()) it = kinds.insert(kinds.end(), w.kind_id);
+    p.kind.push_back(w.kind_id == 0.0 ? 0 : static_cast<std::size_t>(it - kinds.begin()) + 1);
+  }
   std::vector<double> ids;  // host ids in order of first appearance
   for (const WorkerPlace& w : workers) {
     auto it = std::find(ids.begin(), ids.end(), w.host_id);
@@ -132,13 +141,13 @@ alloc::Placement placement_of(std::span<const WorkerPlace> workers) {
   return p;
 }
 
-alloc::Placement discover_placement(comm::Group& group, int threads) {
-  const WorkerPlace me = this_worker(threads);
-  const std::array<double, kFieldsPerWorker> mine{me.host_id, me.cpus, me.host_cores};
+alloc::Placement discover_placement(comm::Group& group, int threads, std::string_view kind) {
+  const WorkerPlace me = this_worker(threads, kind);
+  const std::array<double, kFieldsPerWorker> mine{me.host_id, me.cpus, me.host_cores, me.kind_id};
   const std::vector<double> all = group.allgather(std::span<const double>(mine));
   std::vector<WorkerPlace> workers;
   for (std::size_t i = 0; i + kFieldsPerWorker <= all.size(); i += kFieldsPerWorker) {
-    workers.push_back({all[i], all[i + 1], all[i + 2]});
+    workers.push_back({all[i], all[i + 1], all[i + 2], all[i + 3]});
   }
   return placement_of(workers);
 }

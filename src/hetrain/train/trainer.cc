@@ -153,7 +153,7 @@ Training::Training(const TrainOptions& o, const DataSet& data, comm::Group& grou
   total_steps_ = cursor_.total_steps;
   const auto n = static_cast<std::size_t>(group.size());
   alloc::PolicyConfig pc = policy_config(o, n, cursor_.workers);
-  if (o.alloc.name != "equal") pc.placement = discover_placement(group, torch::get_num_threads());
+  if (o.alloc.name != "equal") pc.placement = discover_placement(group, torch::get_num_threads(), o.kind);
   policy_ = alloc::make_policy(pc);
   runner_ = std::make_unique<StepRunner>(o, model, *optimizer_, group, *policy_, planned_steps_, loss_);
   result_.metrics = run_header(o, group.size(), cursor_, data, loss_);
