@@ -254,7 +254,7 @@ std::string to_toml(const Cluster& c) {
         m.spike_min, m.spike_max, m.block, g.tile, g.cache_samples, g.cache_penalty, g.device_overhead,
         g.device_sample_cost);
     if (m.kind == NoiseKind::kTrace) out += fmt::format("noise_trace = \"{}\"\n", m.trace->path);
-    if (!g.kind.empty()) out += fmt::format("kind = \"{}\"\n", g.kind);
+    if (g.kind) out += fmt::format("kind = \"{}\"\n", *g.kind);
     if (g.machine == kNoMachine) continue;
     out += fmt::format("machine = \"{}\"\nthreads = {}\n", c.machines[g.machine].name, g.threads);
     if (g.quota > 0.0) out += fmt::format("quota = {}\n", g.quota);

@@ -69,16 +69,17 @@ TEST(Cluster, ReadsGroupsNetworkAndEventsInStepOrder) {
 }
 
 // A device group reports its name as its kind (as a GPU reports its model)
-// unless `kind` names it; a group on a machine reports none unless told.
+// unless `kind` names it ("": none); a group on a machine reports none unless told.
 TEST(Cluster, AGroupsKindIsItsOwnItsNameOffAnyMachineElseNone) {
   const Cluster c = parse_cluster(kGood, "c.toml");
   EXPECT_EQ(reported_kind(c.groups[0]), "a");
   const Cluster same = parse_cluster(std::string(kGood) + "[[group]]\nname = \"c\"\nspeed = 100\nkind = \"a\"\n"
                                      "[[machine]]\nname = \"m\"\ncores = 2\n[[group]]\nname = \"d\"\nspeed = 1\n"
-                                     "machine = \"m\"\n",
+                                     "machine = \"m\"\n[[group]]\nname = \"e\"\nspeed = 1\nkind = \"\"\n",
                                      "c.toml");
   EXPECT_EQ(reported_kind(same.groups[2]), "a");
   EXPECT_EQ(reported_kind(same.groups[3]), "");
+  EXPECT_EQ(reported_kind(same.groups[4]), "");  // a device that says none
 }
 
 TEST(Cluster, AWrongValueNamesFileLineAndKey) {

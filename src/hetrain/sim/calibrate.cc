@@ -67,6 +67,7 @@ Cluster calibrate(const MeasuredRun& run, const Cluster& base) {
     if (m == 0) throw DataError(fmt::format("rank {} never computed a sample: nothing to calibrate", i));
     WorkerGroup g;
     g.name = fmt::format("rank{}", i);
+    g.kind = std::string();  // as the real run's workers: none said
     g.speed = sb / st;  // no slope: the whole time is per-sample cost
     if ((hi - lo) / hi >= kMinCalibrationSpread) {
       const double slope = (m * sbt - sb * st) / (m * sbb - sb * sb);  // seconds per sample

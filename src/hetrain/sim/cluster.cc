@@ -99,7 +99,7 @@ WorkerGroup read_group(const Fields& f, const std::vector<Machine>& machines, co
   g.max_local_batch = f.count("max_local_batch", 0);
   g.price_per_hour = f.number("price_per_hour", 0.0, true);
   read_placement(f, machines, g);
-  g.kind = f.text("kind", "");
+  if (f.has("kind")) g.kind = f.text("kind", std::nullopt);
   return g;
 }
 
@@ -152,7 +152,7 @@ std::size_t Cluster::workers() const {
 }
 
 std::string reported_kind(const WorkerGroup& g) {
-  if (!g.kind.empty()) return g.kind;
+  if (g.kind) return *g.kind;
   return g.machine == kNoMachine ? g.name : "";
 }
 

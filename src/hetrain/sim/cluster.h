@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,11 +83,11 @@ struct WorkerGroup {
   std::size_t machine = kNoMachine;  // index into Cluster::machines
   double threads = 1.0;              // CPUs one worker can use at once (machine only)
   double quota = 0.0;                // cgroup-style CPU quota per worker, CPUs (0: none; machine only)
-  std::string kind;                  // what its workers report as their kind (a device's model); reported_kind()
+  std::optional<std::string> kind;   // what its workers say of their kind ("": none); unset: reported_kind()
 };
 
 // What a group's workers tell the policy of their hardware (alloc::Placement::kind):
-// `kind` if given; else a group off any machine is a device model of its own
+// `kind` if given ("": none said); else a group off any machine is a device model of its own
 // (its name, as a GPU reports its name), and a group on a machine says
 // nothing (its host and CPUs describe it).
 std::string reported_kind(const WorkerGroup& g);
