@@ -22,7 +22,7 @@ constexpr std::uint64_t kExactInDouble = (std::uint64_t{1} << 52) - 1;
 constexpr std::size_t kHostNameBytes = 256;
 constexpr std::size_t kFieldsPerWorker = 4;
 
-double host_hash(std::string_view name) {
+double hash52(std::string_view name) {
   std::uint64_t h = kFnvOffset;
   for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * kFnvPrime;
   return static_cast<double>(h & kExactInDouble);
@@ -98,13 +98,13 @@ double cgroup_cpu_quota(const std::string& proc_self_cgroup, const std::string& 
   return best;
 }
 
-double kind_id(std::string_view kind) { return kind.empty() ? 0.0 : std::max(1.0, host_hash(kind)); }
+double kind_id(std::string_view kind) { return kind.empty() ? 0.0 : std::max(1.0, hash52(kind)); }
 
 WorkerPlace this_worker(int threads, std::string_view kind) {
   std::array<char, kHostNameBytes> name{};
   gethostname(name.data(), name.size() - 1);
   WorkerPlace w;
-  w.host_id = host_hash(name.data());
+  w.host_id = hash52(name.data());
   w.kind_id = kind_id(kind);
   w.host_cores = std::max(1.0, static_cast<double>(std::thread::hardware_concurrency()));
   w.cpus = std::min(w.host_cores, static_cast<double>(std::max(threads, 1)));
