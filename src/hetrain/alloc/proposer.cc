@@ -47,6 +47,7 @@ Proposer::Proposer(std::size_t global_batch, Bounds bounds, Placement placement,
       placement_(std::move(placement)),
       tuning_(tuning),
       hosts_(placement_.oversubscribed()),
+      kinds_(std::any_of(placement_.kind.begin(), placement_.kind.end(), [](std::size_t k) { return k != 0; })),
       grouper_(tuning),
       tiers_(tuning) {}
 
@@ -127,7 +128,7 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
 // equal classes; workers of different kinds are never alike. O(N): a hash
 // map of the pairs seen (nothing to do where no kind is said).
 void Proposer::with_kinds(std::vector<GroupKey>& keys) const {
-  if (std::all_of(placement_.kind.begin(), placement_.kind.end(), [](std::size_t k) { return k == 0; })) return;
+  if (!kinds_) return;
   struct PairHash {
     std::size_t operator()(const std::pair<std::size_t, std::size_t>& p) const {
       return std::hash<std::size_t>{}(p.first) ^ (std::hash<std::size_t>{}(p.second) * 0x9e3779b97f4a7c15ULL);

@@ -57,6 +57,7 @@ class Proposer {
   Placement placement_;
   AdaptiveTuning tuning_;
   bool hosts_ = false;  // some host is oversubscribed
+  bool kinds_ = false;  // some worker said its kind (fixed for the run, as the placement)
   Grouper grouper_;
   Grouper tiers_;  // hosts' tiers: workers whose CPU costs are alike (hosts.h)
 };

@@ -73,13 +73,15 @@ std::vector<alloc::WorkerModel> carry_models(const std::vector<alloc::WorkerMode
 // Which workers share a machine's cores, and their kinds, as the trainer reports them.
 alloc::Placement placement_of(const World& w, const Cluster& c) {
   alloc::Placement p;
-  std::vector<std::string> kinds;  // the distinct kinds reported, numbered from 1
-  for (const std::size_t g : w.rank_group) {
-    const std::string kind = reported_kind(w.groups[g]);
+  std::vector<std::string> kinds;           // the distinct kinds reported, numbered from 1
+  std::vector<std::size_t> group_kind;       // each group's number (0: none said)
+  for (const WorkerGroup& g : w.groups) {
+    const std::string kind = reported_kind(g);
     auto it = std::find(kinds.begin(), kinds.end(), kind);
     if (!kind.empty() && it == kinds.end()) it = kinds.insert(kinds.end(), kind);
-    p.kind.push_back(kind.empty() ? 0 : static_cast<std::size_t>(it - kinds.begin()) + 1);
+    group_kind.push_back(kind.empty() ? 0 : static_cast<std::size_t>(it - kinds.begin()) + 1);
   }
+  for (const std::size_t g : w.rank_group) p.kind.push_back(group_kind[g]);
   if (c.machines.empty()) return p;
   for (const auto& m : c.machines) p.host_cores.push_back(m.cores);
   for (const std::size_t g : w.rank_group) {
