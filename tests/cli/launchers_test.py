@@ -345,7 +345,7 @@ def mode_torchrun_elastic(hetrain, work):
 # --- junk on the store port -------------------------------------------------
 
 PARTIAL_TIMEOUT = 10  # the workers' --timeout in the half-request phase, seconds
-EXIT_GRACE = 15       # start-up and teardown allowed on top of it, seconds
+EXIT_GRACE = 20       # on top of it: the connect watch's 10 s grace (docs/errors.md), start-up, teardown; seconds
 
 
 def junk_run(hetrain, work, name, flags, junk, port=None):

@@ -121,6 +121,18 @@ TEST_F(Cli, EveryBadInputGivesOneLineAndItsExitCode) {
     EXPECT_EQ(o.err.rfind("hetrain: error: ", 0), 0u) << c.what << ": " << o.err;
     EXPECT_NE(o.err.find(c.says), std::string::npos) << c.what << ": " << o.err;
   }
+  // The same port as a store that never answers: a listener that accepts nothing (the kernel completes the
+  // connection into the backlog) stands for a store server stalled by a request cut short. c10d's client blocks
+  // in recv with no timeout; the rank must still fail with one line within --timeout plus the watch's grace.
+  const auto o = hetrain("worker --timeout 1 --master-port " + std::to_string(port) + q,
+                         "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1");
+  EXPECT_EQ(o.code, 4) << o.err;
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_EQ(o.err.rfind("hetrain: error: rank 1: the store at 127.0.0.1:" + std::to_string(port) +
+                            " did not answer within 1 s",
+                        0),
+            0u)
+      << o.err;
   ::close(holder);
 }
 

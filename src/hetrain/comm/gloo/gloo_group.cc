@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <functional>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -75,12 +74,14 @@ class GlooRequest final : public Request {
   std::chrono::milliseconds timeout_;  // the group's: a dead peer fails the wait, never hangs it
 };
 
-// c10d 1.13's TCPStore::wait can block in recv past its timeout when a peer never arrives (seen under Slurm:
-// a rank stopped while it was starting), and nothing can wake the blocked thread. So connecting has a watch of
-// its own, on a thread: past the deadline it ends the process with the one line and the exit code of a
-// CommError; once a stop is requested (the `stop` predicate) it ends it with the exit code of a stop on request,
-// since a rank that has not connected has trained nothing and has nothing to save, and the peer it waits for
-// may have left for the same request (docs/errors.md).
+// c10d 1.13's store client reads its answers with a blocking recv and no timeout: TCPStore::wait blocks past its
+// timeout when a peer never arrives (seen under Slurm: a rank stopped while it was starting), and the client's
+// first request blocks forever when the one-threaded server is stalled by junk on its port (a request cut short
+// and held open). Nothing can wake the blocked thread. So connecting has a watch of its own, on a thread, over
+// both phases (reaching the store, then building the group), each with its own deadline: past it, it ends the
+// process with the one line and the exit code of a CommError; once a stop is requested (the `stop` predicate)
+// it ends it with the exit code of a stop on request, since a rank that has not connected has trained nothing
+// and has nothing to save, and the peer it waits for may have left for the same request (docs/errors.md).
 class ConnectWatch {
  public:
   // c10d's own timeout gets this long to fail first, with its clearer message.
@@ -88,8 +89,16 @@ class ConnectWatch {
   // How often the stop predicate is read: prompt next to Slurm's KillWait (30 s), and idle otherwise.
   static constexpr std::chrono::milliseconds kStopPoll{100};
 
-  ConnectWatch(std::chrono::milliseconds timeout, int rank, std::function<bool()> stop)
-      : timeout_(timeout), rank_(rank), stop_(std::move(stop)), thread_([this] { watch(); }) {}
+  // The first phase, reaching the store, starts now.
+  ConnectWatch(std::chrono::milliseconds timeout, int rank, std::function<bool()> stop, std::string what,
+               std::string likely_cause)
+      : timeout_(timeout),
+        rank_(rank),
+        stop_(std::move(stop)),
+        what_(std::move(what)),
+        likely_cause_(std::move(likely_cause)),
+        deadline_(std::chrono::steady_clock::now() + timeout + kGrace),
+        thread_([this] { watch(); }) {}
   ConnectWatch(const ConnectWatch&) = delete;
   ConnectWatch& operator=(const ConnectWatch&) = delete;
   ~ConnectWatch() {
@@ -100,9 +109,11 @@ class ConnectWatch {
     cv_.notify_all();
     thread_.join();
   }
-  // The group is being built: from now on it has `timeout` + kGrace.
-  void start_deadline() {
+  // The next phase starts: from now on it has `timeout` + kGrace; `what` and `likely_cause` are its error line's.
+  void next_phase(std::string what, std::string likely_cause) {
     std::lock_guard<std::mutex> lock(mu_);
+    what_ = std::move(what);
+    likely_cause_ = std::move(likely_cause);
     deadline_ = std::chrono::steady_clock::now() + timeout_ + kGrace;
   }
 
@@ -114,10 +125,10 @@ class ConnectWatch {
         end(ExitCode::kStopped, fmt::format("hetrain: rank {} stopped on request while connecting to the other "
                                             "workers, before any step (nothing new to save)", rank_));
       }
-      if (deadline_ && std::chrono::steady_clock::now() >= *deadline_) {
-        end(ExitCode::kComm, fmt::format("hetrain: error: rank {}: the Gloo group was not connected within {} s "
-                                         "(a peer never arrived)",
-                                         rank_, std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()));
+      if (std::chrono::steady_clock::now() >= deadline_) {
+        end(ExitCode::kComm, fmt::format("hetrain: error: rank {}: {} within {} s ({})", rank_, what_,
+                                         std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(),
+                                         likely_cause_));
       }
     }
   }
@@ -133,7 +144,9 @@ class ConnectWatch {
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
-  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  std::string what_;          // what did not happen in this phase, for the error line
+  std::string likely_cause_;  // and why it most likely did not
+  std::chrono::steady_clock::time_point deadline_;
   std::thread thread_;  // last: it starts once the members above exist
 };
 
@@ -292,10 +305,12 @@ void serve_store(const WorldInfo& w, std::chrono::milliseconds timeout, const st
 }  // namespace
 
 Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout, std::function<bool()> stop) {
-  ConnectWatch watch(timeout, w.rank, std::move(stop));
   const std::string what =
       fmt::format("rendezvous at {}:{} failed (rank {} of {}{})", w.master_addr, w.master_port, w.rank,
                   w.world_size, w.agent_store ? ", torchrun's agent store" : "");
+  ConnectWatch watch(timeout, w.rank, std::move(stop),
+                     fmt::format("the store at {}:{} did not answer", w.master_addr, w.master_port),
+                     "is something else on that port?");
   // Under torchrun's agent store the port is the agent's: nobody here serves.
   if (w.rank == 0 && !w.agent_store) serve_store(w, timeout, what);
   c10d::TCPStoreOptions opts;
@@ -314,7 +329,7 @@ Group connect_gloo(const WorldInfo& w, std::chrono::milliseconds timeout, std::f
     if (!w.job_id.empty()) return c10::make_intrusive<c10d::PrefixStore>("/hetrain/" + w.job_id, tcp);
     return tcp;
   });
-  watch.start_deadline();
+  watch.next_phase("the Gloo group was not connected", "a peer never arrived");
   try {
     return Group(std::make_shared<GlooGroup>(store, w.rank, w.world_size, timeout, make_device(w.master_addr)));
   } catch (const CommError& e) {
