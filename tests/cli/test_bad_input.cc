@@ -122,8 +122,9 @@ TEST_F(Cli, EveryBadInputGivesOneLineAndItsExitCode) {
     EXPECT_NE(o.err.find(c.says), std::string::npos) << c.what << ": " << o.err;
   }
   // The same port as a store that never answers: a listener that accepts nothing (the kernel completes the
-  // connection into the backlog) stands for a store server stalled by a request cut short. c10d's client blocks
-  // in recv with no timeout; the rank must still fail with one line within --timeout plus the watch's grace.
+  // connection into the backlog) stands for a store server stalled by a request cut short. c10d's client
+  // blocks in recv with no timeout; the rank must still fail with one line within --timeout plus the watch's
+  // grace.
   const auto o = hetrain("worker --timeout 1 --master-port " + std::to_string(port) + q,
                          "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1");
   EXPECT_EQ(o.code, 4) << o.err;

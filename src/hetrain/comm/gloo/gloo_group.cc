@@ -1,7 +1,7 @@
 #include "hetrain/comm/gloo/gloo_group.h"
 
-#include <fmt/format.h>
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -74,14 +74,15 @@ class GlooRequest final : public Request {
   std::chrono::milliseconds timeout_;  // the group's: a dead peer fails the wait, never hangs it
 };
 
-// c10d 1.13's store client reads its answers with a blocking recv and no timeout: TCPStore::wait blocks past its
-// timeout when a peer never arrives (seen under Slurm: a rank stopped while it was starting), and the client's
-// first request blocks forever when the one-threaded server is stalled by junk on its port (a request cut short
-// and held open). Nothing can wake the blocked thread. So connecting has a watch of its own, on a thread, over
-// both phases (reaching the store, then building the group), each with its own deadline: past it, it ends the
-// process with the one line and the exit code of a CommError; once a stop is requested (the `stop` predicate)
-// it ends it with the exit code of a stop on request, since a rank that has not connected has trained nothing
-// and has nothing to save, and the peer it waits for may have left for the same request (docs/errors.md).
+// c10d 1.13's store client reads its answers with a blocking recv and no timeout: TCPStore::wait blocks past
+// its timeout when a peer never arrives (seen under Slurm: a rank stopped while it was starting), and the
+// client's first request blocks forever when the one-threaded server is stalled by junk on its port (a
+// request cut short and held open). Nothing can wake the blocked thread. So connecting has a watch of its
+// own, on a thread, over both phases (reaching the store, then building the group), each with its own
+// deadline: past it, it ends the process with the one line and the exit code of a CommError; once a stop is
+// requested (the `stop` predicate) it ends it with the exit code of a stop on request, since a rank that has
+// not connected has trained nothing and has nothing to save, and the peer it waits for may have left for the
+// same request (docs/errors.md).
 class ConnectWatch {
  public:
   // c10d's own timeout gets this long to fail first, with its clearer message.
@@ -109,7 +110,7 @@ class ConnectWatch {
     cv_.notify_all();
     thread_.join();
   }
-  // The next phase starts: from now on it has `timeout` + kGrace; `what` and `likely_cause` are its error line's.
+  // The next phase starts: from now on it has `timeout` + kGrace, and its own error line.
   void next_phase(std::string what, std::string likely_cause) {
     std::lock_guard<std::mutex> lock(mu_);
     what_ = std::move(what);
@@ -126,9 +127,9 @@ class ConnectWatch {
                                             "workers, before any step (nothing new to save)", rank_));
       }
       if (std::chrono::steady_clock::now() >= deadline_) {
-        end(ExitCode::kComm, fmt::format("hetrain: error: rank {}: {} within {} s ({})", rank_, what_,
-                                         std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(),
-                                         likely_cause_));
+        end(ExitCode::kComm,
+            fmt::format("hetrain: error: rank {}: {} within {} s ({})", rank_, what_,
+                        std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(), likely_cause_));
       }
     }
   }
