@@ -4,6 +4,7 @@
 // coordinator.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -65,6 +66,25 @@ struct Placement {
   // Throws UsageError unless sizes, indices and CPU counts are consistent with `workers`.
   void check(std::size_t workers) const;
 };
+
+// Placement::kind from what each worker said of its kind (`none`: nothing):
+// the distinct kinds numbered from 1 in order of first appearance, 0 for none.
+template <class Kind>
+std::vector<std::size_t> number_kinds(const std::vector<Kind>& said, const Kind& none) {
+  std::vector<Kind> seen;
+  std::vector<std::size_t> out;
+  out.reserve(said.size());
+  for (const Kind& k : said) {
+    if (k == none) {
+      out.push_back(0);
+      continue;
+    }
+    auto it = std::find(seen.begin(), seen.end(), k);
+    if (it == seen.end()) it = seen.insert(seen.end(), k);
+    out.push_back(static_cast<std::size_t>(it - seen.begin()) + 1);
+  }
+  return out;
+}
 
 // `static` without shares: steps the adaptive estimator measures before the
 // split is frozen (the one default; options, sim and cli refer to it).

@@ -73,14 +73,9 @@ std::vector<alloc::WorkerModel> carry_models(const std::vector<alloc::WorkerMode
 // Which workers share a machine's cores, and their kinds, as the trainer reports them.
 alloc::Placement placement_of(const World& w, const Cluster& c) {
   alloc::Placement p;
-  std::vector<std::string> kinds;           // the distinct kinds reported, numbered from 1
-  std::vector<std::size_t> group_kind;       // each group's number (0: none said)
-  for (const WorkerGroup& g : w.groups) {
-    const std::string kind = reported_kind(g);
-    auto it = std::find(kinds.begin(), kinds.end(), kind);
-    if (!kind.empty() && it == kinds.end()) it = kinds.insert(kinds.end(), kind);
-    group_kind.push_back(kind.empty() ? 0 : static_cast<std::size_t>(it - kinds.begin()) + 1);
-  }
+  std::vector<std::string> said;  // by group: numbered per group, not per rank (groups are few)
+  for (const WorkerGroup& g : w.groups) said.push_back(reported_kind(g));
+  const std::vector<std::size_t> group_kind = alloc::number_kinds(said, std::string());
   for (const std::size_t g : w.rank_group) p.kind.push_back(group_kind[g]);
   if (c.machines.empty()) return p;
   for (const auto& m : c.machines) p.host_cores.push_back(m.cores);

@@ -119,12 +119,9 @@ WorkerPlace this_worker(int threads, std::string_view kind) {
 
 alloc::Placement placement_of(std::span<const WorkerPlace> workers) {
   alloc::Placement p;
-  std::vector<double> kinds;  // kind ids said, in order of first appearance: kinds 1, 2, ...
-  for (const WorkerPlace& w : workers) {
-    auto it = std::find(kinds.begin(), kinds.end(), w.kind_id);
-    if (w.kind_id != 0.0 && it == kinds.end()) it = kinds.insert(kinds.end(), w.kind_id);
-    p.kind.push_back(w.kind_id == 0.0 ? 0 : static_cast<std::size_t>(it - kinds.begin()) + 1);
-  }
+  std::vector<double> kind_ids;
+  for (const WorkerPlace& w : workers) kind_ids.push_back(w.kind_id);
+  p.kind = alloc::number_kinds(kind_ids, 0.0);
   std::vector<double> ids;  // host ids in order of first appearance
   for (const WorkerPlace& w : workers) {
     auto it = std::find(ids.begin(), ids.end(), w.host_id);
