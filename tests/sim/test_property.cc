@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ constexpr double kFixedTolerance = 1.03;   // nothing changes: / min(equal, stat
 constexpr double kOracleTolerance = 1.10;  // something changes: / the oracle
 constexpr double kIdenticalSpread = 0.05;  // identical workers' shares, relative to the larger
 constexpr std::size_t kRoundingSamples = 1;   // a split of whole samples rounds identical shares apart by 1
+constexpr double kSameTime = 1e-9;           // relative: two expected step times this close are one
 constexpr std::size_t kSettleSteps = 50;      // of each world, before identical workers are compared
 constexpr std::size_t kDescribedFailures = 20;  // failures printed in full; the rest by seed
 constexpr const char* kDefaultSeeds = "10001:3000";  // the held-out seeds (tune below 10000)
@@ -141,6 +143,27 @@ struct Spread {
   std::size_t checked = 0, apart = 0;
 };
 
+// Whether evening out the workers of a group (ranks [first, first + count))
+// in the policy's split at step k, every other worker as it was, would make
+// that step's expected compute strictly longer at the true mean costs: where
+// it would (per-step overheads on a saturated core, tiles), their spread is
+// the objective's doing, not noise's, even where the oracle's own split (a
+// local search on shared machines) holds them together.
+bool apart_pays(const Cluster& c, const SimResult& r, std::size_t k, std::size_t first, std::size_t count) {
+  const auto world = std::prev(std::upper_bound(r.worlds.begin(), r.worlds.end(), k,
+                                                [](std::size_t step, const SimResult::WorldAt& w) { return step < w.step; }));
+  const WorldView view{&c, &world->groups, &world->rank_group};
+  std::vector<std::size_t> evened = r.splits[k];
+  std::size_t total = 0;
+  for (std::size_t i = first; i < first + count; ++i) total += evened[i];
+  for (std::size_t i = first; i < first + count; ++i) evened[i] = total / count + (i - first < total % count ? 1 : 0);
+  auto makespan = [&](const std::vector<std::size_t>& split) {
+    const std::vector<double> t = expected_finish(view, split);
+    return *std::max_element(t.begin(), t.end());
+  };
+  return makespan(evened) > makespan(r.splits[k]) * (1.0 + kSameTime);
+}
+
 Spread identical_spread(const Cluster& c, const SimResult& r, const SimResult& oracle) {
   Spread out;
   std::size_t world_start = 0;
@@ -153,7 +176,7 @@ Spread identical_spread(const Cluster& c, const SimResult& r, const SimResult& o
       rank += count;
       if (count < 2 || !together(oracle, k, first, count)) continue;
       ++out.checked;
-      if (together(r, k, first, count)) continue;
+      if (together(r, k, first, count) || apart_pays(c, r, k, first, count)) continue;
       ++out.apart;
       if (!out.first.empty()) continue;
       const auto begin = r.splits[k].begin() + static_cast<std::ptrdiff_t>(first);

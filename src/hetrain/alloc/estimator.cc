@@ -187,6 +187,27 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   noise_ = noise, excess_ = excess, persist_ = persist, samples_ = samples;
   pcc_ += (e2 * y * y - t.prior_noise * t.prior_noise * y * y) / (b * b);
   shift_ = mid, reach_ = std::abs(mid) / t.clip_sigmas, since_change_ = 0;
+  unconfirmable_ = fewest_to_alarm(t) - k;
+}
+
+// One sample alone is a change when its evidence for a shift to its own
+// level (z^2 / 2 nats, z its whitened residual: the generalized likelihood
+// ratio against the line), capped as the change's test caps one sample's
+// (Huber: log((1 - eps) / eps), eps the share of the line's residuals beyond
+// the clip), reaches the evidence the CUSUM asks of a run (2 k h nats, its
+// drift k, its limit h). On a quiet line a 4x step is then a change at once,
+// not after three samples; where the noise throws far samples once in
+// e^(2 k h) steps or more often (bursts, spikes) no one sample is.
+bool LineEstimate::sudden(double z, const AdaptiveTuning& t) const {
+  const double phi = persist_.corr;
+  const double e = (z - phi * last_z_) / std::sqrt(1.0 - phi * phi);
+  const double eps = std::clamp(persist_.tail, 1e-12, 0.5);
+  // The noise is itself estimated, from about nu residuals (the prior counts
+  // as one; the forgetting keeps about 1 / speed_drift): Student's t, not the
+  // Gaussian, so a young line's first misses are its noise, not changes.
+  const double nu = std::min(static_cast<double>(samples_), 1.0 / t.speed_drift);
+  const double evidence = 0.5 * (nu + 1.0) * std::log1p(e * e / nu);
+  return std::min(evidence, std::log((1.0 - eps) / eps)) >= 2.0 * t.cusum_drift * t.cusum_limit;
 }
 
 bool LineEstimate::settled(const AdaptiveTuning& t) const { return samples_ > fewest_to_alarm(t); }
@@ -194,7 +215,11 @@ bool LineEstimate::settled(const AdaptiveTuning& t) const { return samples_ > fe
 // While the change is on test the old level stays within clip_sigmas of
 // this reach: the samples that raise an alarm are selected for being far out
 // (a false alarm's shift is all selection, a burst's lasts as long as it).
-double LineEstimate::reach(const AdaptiveTuning&) const { return reach_; }
+// So is the level a run the CUSUM is weighing points to, in proportion to
+// how far the run has come toward an alarm: identical workers that change
+// together alarm a few steps apart, and the first to confirm would
+// otherwise leave the others, their runs not yet alarms, behind.
+double LineEstimate::reach(const AdaptiveTuning& t) const { return std::max(reach_, pending_ / t.clip_sigmas); }
 
 // A change is a hypothesis, tested on the samples after it as a trial's move
 // is (trial.h): Wald's sequential test of the new level against the old one,
@@ -218,7 +243,11 @@ LineEstimate::Test LineEstimate::test_change(double b, double q, const AdaptiveT
   const double eps = std::clamp(persist_.tail, 1e-12, 0.5);
   const double cap = std::log((1.0 - eps) / eps);
   const double llr = 0.5 * (r_old * r_old / s_old - r_new * r_new / s_new) + 0.5 * std::log(s_old / s_new);
-  evidence_ += std::clamp(llr, -cap, cap) * (1.0 - phi) / (1.0 + phi);
+  // A change raised by fewer samples than a CUSUM needs is refuted by the
+  // samples that make up the difference but not confirmed: those are the
+  // run a CUSUM alarm's test never sees.
+  const double most = since_change_ < unconfirmable_ ? 0.0 : cap;
+  evidence_ += std::clamp(llr, -cap, most) * (1.0 - phi) / (1.0 + phi);
   const double keep = std::log((1.0 - t.false_revert) / t.false_keep);
   const double drop = std::log(t.false_revert / (1.0 - t.false_keep));
   const bool last = since_change_ + 1 >= t.max_trial_steps;
@@ -236,7 +265,10 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   }
   const double y = std::max(predict(b), 1e-12);
   const double s = std::max(paa_ + 2.0 * b * pac_ + b * b * pcc_, 0.0) + noise_ * noise_ * y * y;
-  const double z = std::clamp((q - y) / std::sqrt(s), -t.clip_sigmas, t.clip_sigmas);
+  const double raw = (q - y) / std::sqrt(s);
+  const double z = std::clamp(raw, -t.clip_sigmas, t.clip_sigmas);
+  // Before this sample teaches the tail; a change on test is decided by its test first.
+  const bool one = reach_ == 0.0 && sudden(raw, t);
   recent_[recent_n_++ % kRecent] = std::log(q / y);
   bool confirmed = false;
   if (reach_ > 0.0) {
@@ -255,7 +287,10 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
   }
   cusum_.push(whiten(z, t), t.cusum_drift);
   bool alarm = false;
-  if (cusum_.reached(t.cusum_limit)) {  // every limit is at least the tuning's
+  if (one) {
+    cusum_.alarm_one(raw > 0.0);
+    alarm = true;
+  } else if (cusum_.reached(t.cusum_limit)) {  // every limit is at least the tuning's
     const std::array<double, 2> h = limits(t);
     alarm = cusum_.alarm(h[0], h[1]);
   }
@@ -264,6 +299,12 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
     ++changes_;
   } else {
     update(b, q, t);
+  }
+  pending_ = 0.0;
+  if (const std::size_t run = std::min(cusum_.running(), std::min(recent_n_, kRecent)); run > 0) {
+    double sum = 0.0;
+    for (std::size_t j = 0; j < run; ++j) sum += recent_[(recent_n_ - 1 - j) % kRecent];
+    pending_ = std::abs(sum / static_cast<double>(run)) * cusum_.progress(t.cusum_limit);
   }
   last_batch_ = b;
   ++samples_;

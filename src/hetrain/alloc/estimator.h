@@ -26,6 +26,7 @@
 // Plain arithmetic, O(1) per sample.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <vector>
@@ -48,6 +49,8 @@ class Cusum {
   void push(double z, double drift);
   bool reached(double least) const { return up_ >= least || down_ >= least; }
   bool alarm(double up, double down);
+  // An alarm raised by one sample alone, on the side `up` (its run is that sample).
+  void alarm_one(bool up) { clear(), run_ = 1, rose_ = up; }
   void clear() { up_ = down_ = 0.0, up_run_ = down_run_ = 0; }
   // Residuals since the side that raised the last alarm was last at zero
   // (Page's estimate of when the change began).
@@ -55,6 +58,9 @@ class Cusum {
   bool up_at_zero() const { return up_ == 0.0; }
   bool down_at_zero() const { return down_ == 0.0; }
   bool rose() const { return rose_; }  // the last alarm was of the upper side
+  // The side further on: its share of `limit` (at most 1), its run's length.
+  double progress(double limit) const { return std::min(1.0, std::max(up_, down_) / limit); }
+  std::size_t running() const { return up_ >= down_ ? up_run_ : down_run_; }
 
  private:
   double up_ = 0.0, down_ = 0.0;
@@ -87,7 +93,9 @@ class LineEstimate {
   // The last change's shift (log of new level over old) while it is
   // unconfirmed (reach() > 0), else 0: predict(b) / exp(this) is the level
   // before it.
-  double unconfirmed_shift(const AdaptiveTuning& t) const { return reach(t) > 0.0 ? shift_ : 0.0; }
+  double unconfirmed_shift(const AdaptiveTuning&) const { return on_test() ? shift_ : 0.0; }
+  // The last change is on test (its old level within reach).
+  bool on_test() const { return reach_ > 0.0; }
   // Lag-1 autocorrelation of the residuals (0 to just below 1).
   double persistence() const { return persist_.corr; }
   std::size_t samples() const { return samples_; }
@@ -112,6 +120,7 @@ class LineEstimate {
   void update(double b, double q, const AdaptiveTuning& t);
   void project(double b);
   double whiten(double z, const AdaptiveTuning& t);
+  bool sudden(double z, const AdaptiveTuning& t) const;
   void restart(double b, const AdaptiveTuning& t);
   enum class Test { kOpen, kConfirmed, kRejected };
   Test test_change(double b, double q, const AdaptiveTuning& t);
@@ -156,7 +165,13 @@ class LineEstimate {
   double last_batch_ = 1.0;                   // the batch of the last sample
   double shift_ = 0.0;                        // the last change's shift (log)
   double reach_ = 0.0;                        // its size / clip_sigmas, while on test
+  double pending_ = 0.0;                      // the CUSUM's run's shift (log) x its progress to an alarm
   std::size_t since_change_ = 0;              // samples since it
+  // Samples after a change that can refute it but not confirm it: a change
+  // raised by fewer samples than a CUSUM needs (one sudden sample) is not
+  // believed before a CUSUM could have raised it (its twins, whose noise let
+  // no one sample raise theirs, raise theirs by then).
+  std::size_t unconfirmable_ = 0;
   std::size_t samples_ = 0, changes_ = 0;
   Cusum cusum_;
 };

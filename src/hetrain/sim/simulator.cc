@@ -181,6 +181,7 @@ Run::Run(const Cluster& c, const SimOptions& o) : c_(c), o_(o), noise_(c.seed) {
   }
   if (o.alloc.name != kOracle) policy_ = make_world_policy(w_, c, o);
   start_world();
+  if (o.record_splits) res_.worlds.push_back({0, w_.groups, w_.rank_group});
   res_.policy = o.alloc.name;
   for (const auto& g : c.groups) res_.group_names.push_back(g.name);
 }
@@ -201,14 +202,17 @@ void Run::apply_events(std::size_t total) {
     events = true;
     world_changed = world_changed || e.kind != EventKind::kSpeed;
   }
-  if (events) oracle_due_ = total + o_.oracle_lag;  // the true costs changed
-  if (!world_changed) return;
+  if (!events) return;
+  oracle_due_ = total + o_.oracle_lag;  // the true costs changed
   const std::vector<std::size_t> old_rank_group = w_.rank_group;
-  w_.renumber(c_);
-  if (w_.rank_group.empty()) throw UsageError(fmt::format("no workers left at step {}", total));
-  start_world();
-  previous_step_ = 0.0;  // a resumed run has no step before its first
-  if (!policy_) return;
+  if (world_changed) {
+    w_.renumber(c_);
+    if (w_.rank_group.empty()) throw UsageError(fmt::format("no workers left at step {}", total));
+    start_world();
+    previous_step_ = 0.0;  // a resumed run has no step before its first
+  }
+  if (o_.record_splits) res_.worlds.push_back({total, w_.groups, w_.rank_group});
+  if (!world_changed || !policy_) return;
   add_stats();
   policy_ = make_world_policy(w_, c_, o_, carry_models(policy_->learned(), old_rank_group, w_.rank_group));
 }

@@ -57,6 +57,16 @@ struct SimResult {
   std::vector<std::vector<std::size_t>> group_samples;  // per step, samples given to each group
   std::vector<std::vector<std::size_t>> group_workers;  // per step, workers in each group
   std::vector<std::vector<std::size_t>> splits;         // per step and rank, if recorded
+  // With the splits: the worlds the steps ran in, each from the step it began
+  // (the start, then every event): the groups as the events left them and
+  // each rank's group, so that a judge can price any split at the true mean
+  // costs (oracle.h, expected_finish).
+  struct WorldAt {
+    std::size_t step = 0;
+    std::vector<WorkerGroup> groups;
+    std::vector<std::size_t> rank_group;
+  };
+  std::vector<WorldAt> worlds;
 };
 
 // Runs the loop the trainer runs (train/trainer.cc), with modelled times:
