@@ -245,7 +245,7 @@ LineEstimate::Test LineEstimate::test_change(double b, double q, const AdaptiveT
   const double llr = 0.5 * (r_old * r_old / s_old - r_new * r_new / s_new) + 0.5 * std::log(s_old / s_new);
   // A change raised by fewer samples than a CUSUM needs is refuted by the
   // samples that make up the difference but not confirmed: those are the
-  // run a CUSUM alarm's test never sees.
+  // samples that raise a CUSUM alarm, which its test never sees.
   const double most = since_change_ < unconfirmable_ ? 0.0 : cap;
   evidence_ += std::clamp(llr, -cap, most) * (1.0 - phi) / (1.0 + phi);
   const double keep = std::log((1.0 - t.false_revert) / t.false_keep);
