@@ -191,11 +191,11 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
 }
 
 // One sample alone is a change when its evidence for a shift to its own
-// level (z^2 / 2 nats, z its whitened residual: the generalized likelihood
-// ratio against the line), capped as the change's test caps one sample's
-// (Huber: log((1 - eps) / eps), eps the share of the line's residuals beyond
-// the clip), reaches the evidence the CUSUM asks of a run (2 k h nats, its
-// drift k, its limit h). On a quiet line a 4x step is then a change at once,
+// level (the generalized likelihood ratio of z, its whitened residual,
+// against the line: z^2 / 2 nats were the noise known), capped as the
+// change's test caps one sample's (Huber: log((1 - eps) / eps), eps the
+// share of the line's residuals beyond the clip), reaches the evidence the
+// CUSUM asks of a run (2 k h nats, its drift k, its limit h). On a quiet line a 4x step is then a change at once,
 // not after three samples; where the noise throws far samples once in
 // e^(2 k h) steps or more often (bursts, spikes) no one sample is.
 bool LineEstimate::sudden(double z, const AdaptiveTuning& t) const {

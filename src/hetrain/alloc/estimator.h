@@ -17,9 +17,11 @@
 //   each side's limit keeps the Gaussian design's false-alarm rate for the
 //   residuals' own distribution (their first three moments: a shared host's
 //   bursts are skewed; bench/cusum_false_alarms.cc counts them);
-//   on an alarm the line restarts at the median ratio of measured to
-//   predicted over the samples that raised it (a spike among them does not
-//   set the new level), known only as well as those few samples tell;
+//   on a line whose noise seldom throws a sample far out, one such sample is
+//   a change at once (its evidence capped by how often the line's own noise
+//   throws one that far); on an alarm the line restarts at the median ratio
+//   of measured to predicted over the samples that raised it (a spike among
+//   them does not set the new level), known only as well as they tell;
 // - a change is then on test: Wald's sequential test of the new level
 //   against the old one on the samples after it, at the trial's error rates;
 //   rejected (a burst of noise that ended), the old line is restored.
@@ -87,8 +89,9 @@ class LineEstimate {
   // the run of high residuals now in the CUSUM, if any (it may be a change).
   double mean_factor() const { return 1.0 + std::max(0.0, excess_before_up_); }
   // Relative distance (log) the last change moved the level, over
-  // clip_sigmas, while the change is on test (then 0): how far the old level
-  // may still be (the Grouper's hold).
+  // clip_sigmas, while the change is on test, or the level a CUSUM run in
+  // progress points to, in proportion to its progress (else 0): how far the
+  // level may be from where it is planned (the Grouper's hold).
   double reach(const AdaptiveTuning& t) const;
   // The last change's shift (log of new level over old) while it is
   // unconfirmed (reach() > 0), else 0: predict(b) / exp(this) is the level
