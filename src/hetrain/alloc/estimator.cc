@@ -278,7 +278,7 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
     if (verdict == Test::kRejected) {  // the old line, as it was
       const Level& o = before_change_;
       a_ = o.a, c_ = o.c, paa_ = o.paa, pac_ = o.pac, pcc_ = o.pcc, excess_ = o.excess, persist_ = o.persist;
-      shift_ = 0.0, last_z_ = 0.0;
+      shift_ = 0.0, last_z_ = 0.0, pending_ = 0.0;  // the CUSUM starts afresh: no run in progress
       cusum_.clear();
       last_batch_ = b;
       ++samples_;
