@@ -190,24 +190,31 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   unconfirmable_ = fewest_to_alarm(t) - k;
 }
 
+// Huber's robust test: the noise throws a sample beyond the clip at a rate
+// eps (the line's measured share), so no one sample tells more than
+// log((1 - eps) / eps) nats of any level.
+double LineEstimate::evidence_cap() const {
+  const double eps = std::clamp(persist_.tail, 1e-12, 0.5);
+  return std::log((1.0 - eps) / eps);
+}
+
 // One sample alone is a change when its evidence for a shift to its own
 // level (the generalized likelihood ratio of z, its whitened residual,
 // against the line: z^2 / 2 nats were the noise known), capped as the
-// change's test caps one sample's (Huber: log((1 - eps) / eps), eps the
-// share of the line's residuals beyond the clip), reaches the evidence the
-// CUSUM asks of a run (2 k h nats, its drift k, its limit h). On a quiet line a 4x step is then a change at once,
-// not after three samples; where the noise throws far samples once in
-// e^(2 k h) steps or more often (bursts, spikes) no one sample is.
+// change's test caps one sample's (evidence_cap), reaches the evidence the
+// CUSUM asks of a run (2 k h nats, its drift k, its limit h). On a quiet
+// line a 4x step is then a change at once, not after three samples; where
+// the noise throws far samples once in e^(2 k h) steps or more often
+// (bursts, spikes) no one sample is.
 bool LineEstimate::sudden(double z, const AdaptiveTuning& t) const {
   const double phi = persist_.corr;
   const double e = (z - phi * last_z_) / std::sqrt(1.0 - phi * phi);
-  const double eps = std::clamp(persist_.tail, 1e-12, 0.5);
   // The noise is itself estimated, from about nu residuals (the prior counts
   // as one; the forgetting keeps about 1 / speed_drift): Student's t, not the
   // Gaussian, so a young line's first misses are its noise, not changes.
   const double nu = std::min(static_cast<double>(samples_), 1.0 / t.speed_drift);
   const double evidence = 0.5 * (nu + 1.0) * std::log1p(e * e / nu);
-  return std::min(evidence, std::log((1.0 - eps) / eps)) >= 2.0 * t.cusum_drift * t.cusum_limit;
+  return std::min(evidence, evidence_cap()) >= 2.0 * t.cusum_drift * t.cusum_limit;
 }
 
 bool LineEstimate::settled(const AdaptiveTuning& t) const { return samples_ > fewest_to_alarm(t); }
@@ -238,10 +245,7 @@ LineEstimate::Test LineEstimate::test_change(double b, double q, const AdaptiveT
   auto clipped = [&](double r, double s) { return std::clamp(r, -t.clip_sigmas * std::sqrt(s), t.clip_sigmas * std::sqrt(s)); };
   const double r_old = clipped(std::log(q / y_old), s_old), r_new = clipped(std::log(q / y_new), s_new);
   const double phi = persist_.corr;
-  // Huber's robust test: the noise throws a sample beyond the clip at a rate
-  // eps, so no one sample tells more than (1 - eps) / eps of either level.
-  const double eps = std::clamp(persist_.tail, 1e-12, 0.5);
-  const double cap = std::log((1.0 - eps) / eps);
+  const double cap = evidence_cap();  // Huber's robust test
   const double llr = 0.5 * (r_old * r_old / s_old - r_new * r_new / s_new) + 0.5 * std::log(s_old / s_new);
   // A change raised by fewer samples than a CUSUM needs is refuted by the
   // samples that make up the difference but not confirmed: those are the

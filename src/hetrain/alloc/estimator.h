@@ -123,6 +123,7 @@ class LineEstimate {
   void update(double b, double q, const AdaptiveTuning& t);
   void project(double b);
   double whiten(double z, const AdaptiveTuning& t);
+  double evidence_cap() const;
   bool sudden(double z, const AdaptiveTuning& t) const;
   void restart(double b, const AdaptiveTuning& t);
   enum class Test { kOpen, kConfirmed, kRejected };
