@@ -19,10 +19,14 @@ Modes:
   srun  `srun -n 3 hetrain worker` on a one-node Slurm (the real daemons),
         stopped by `scancel --signal=TERM JOB`; resumed with `hetrain run -n 2`.
         Then the same while the job starts: `scancel --signal=TERM` from the
-        moment the job runs (repeated, as `hetrain pool` does, since a
-        request before the job step exists reaches nobody), the tasks started
-        as the pool's job script starts them (`env --block-signal`): exit 6
-        within KillWait, then resumed (or started again) to the end.
+        moment every task has TERM blocked or caught (repeated, as `hetrain
+        pool` does, since a request before the job step exists reaches
+        nobody), the tasks started as the pool's job script starts them (`env
+        --block-signal`): exit 6 within KillWait, then resumed (or started
+        again) to the end. Before that moment (slurmstepd has forked a task,
+        `env` has not yet blocked the signal) a request kills the task as
+        signals do: Slurm's window, not hetrain's, and the pool's controller
+        takes that exit as the stop too (pool/state.h).
   startup  A stop while the workers start, outside Slurm: SIGTERM to
         `hetrain run -n 3` at delays from 0 to 2 s after it listens (its
         workers before exec, while libtorch loads, data, rendezvous, first
@@ -251,8 +255,27 @@ def mode_torchrun(hetrain, work):
     compare("torchrun 3 -> run 3", work / "resumed3.json", ref, 0.0)
 
 
+def shielded_tasks(job):
+    """How many of Slurm job `job`'s tasks a SIGTERM no longer kills: TERM blocked (`env --block-signal`,
+    inherited by hetrain's exec) or caught (hetrain's handler), read from /proc (one node: all are here)."""
+    term = 1 << (signal.SIGTERM - 1)
+    ranks = set()
+    for status in Path("/proc").glob("[0-9]*/status"):
+        env = environ(status.parent.name)
+        if env.get("SLURM_JOB_ID") != job or "SLURM_PROCID" not in env or "SLURM_STEP_ID" not in env:
+            continue
+        try:
+            masks = {k: int(v, 16) for k, v in (x.split(":") for x in status.read_text().splitlines()
+                                                  if x.startswith(("SigBlk:", "SigCgt:")))}
+        except OSError:
+            continue
+        if (masks.get("SigBlk", 0) | masks.get("SigCgt", 0)) & term:
+            ranks.add(env["SLURM_PROCID"])
+    return len(ranks)
+
+
 def srun_stopped_at_start(hetrain, work, env, ref):
-    """scancel --signal=TERM from the moment the job runs, repeated until srun ends."""
+    """scancel --signal=TERM from the moment every task is shielded, repeated until srun ends."""
     ck, log = work / "ck_start", work / "srun_start.log"
     proc = start(["srun", "--overcommit", "-n", "3", "env", "--block-signal=TERM,USR1,INT", hetrain, "worker",
                   *FLAGS, "--checkpoint", str(ck), "--sample-log", str(work / "srun_start_samples")], log, env)
@@ -260,16 +283,18 @@ def srun_stopped_at_start(hetrain, work, env, ref):
     while proc.poll() is None and time.monotonic() < deadline:
         rows = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], env=env, capture_output=True,
                               text=True, timeout=30).stdout.split()
-        if rows:  # ours: the newest (the earlier job may still be completing)
+        # ours: the newest (the earlier job may still be completing)
+        if rows and (t0 or shielded_tasks(max(rows, key=int)) == 3):
             t0 = t0 or time.monotonic()
             subprocess.run(["scancel", "--signal=TERM", max(rows, key=int)], env=env, capture_output=True,
                            timeout=30)
-        time.sleep(RESIGNAL if t0 else 0.02)
+        time.sleep(RESIGNAL if t0 else 0.002)
     if t0 is None:
         os.killpg(proc.pid, signal.SIGKILL)
         fail(f"srun at start: the job never ran\n{log.read_text()[-3000:]}")
     said = stop_run(proc, "srun_start", log, "scancel --signal=TERM while the job starts", t0)
-    print(f"ok: srun -n 3, scancel --signal=TERM every {RESIGNAL} s from the job's start: {said}", flush=True)
+    print(f"ok: srun -n 3, scancel --signal=TERM every {RESIGNAL} s once every task blocks or catches it: "
+          f"{said}", flush=True)
     run_to_end(hetrain_run(hetrain, 2, "srun_start_end", work, *resume_flags(ck)), work, "srun_start_end")
     check_chain(work, ["srun_start", "srun_start_end"], ref, CROSS_WORLD_TOLERANCE, "srun stopped at start -> run 2")
 
