@@ -163,7 +163,7 @@ TEST(AdaptivePolicy, AConfirmedChangeIsFollowedAtOnceNotThroughATrial) {
   // a change for the plan too: the proportional split follows at once (it
   // took two more steps, a trial's, when only the alarm counted).
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    Devices d{{1000, 1000, 1000, 250}};
+    Devices d{{1000, 1000, 1000, 6}};
     d.overhead = 0.002, d.noise = 0.02, d.comm = 0.002, d.rng.seed(seed);
     auto p = adaptive(4, 64);
     run(*p, d, 40);
@@ -189,7 +189,7 @@ TEST(AdaptivePolicy, AWorkerTooSlowForOneSampleIsIdleThenProbedAndSeenToRecover)
   // Overhead 0.05 s: the slow worker's one sample takes 0.05 + 1/2 s, far
   // beyond the others' step (30 samples in 0.15 s).
   Devices d{{100, 100, 100, 2}};
-  d.overhead = 0.05, d.noise = 0.02, d.comm = 0.01;
+  d.overhead = 0.05, d.noise = 0.2, d.comm = 0.01;
   auto p = adaptive(4, 30);
   run(*p, d, 30);
   ASSERT_EQ(p->split()[3], 0u);
@@ -197,6 +197,29 @@ TEST(AdaptivePolicy, AWorkerTooSlowForOneSampleIsIdleThenProbedAndSeenToRecover)
   std::size_t k = 0;
   while (k < 3000 && p->split()[3] < 5) p->observe(d.step(p->split())), ++k;
   EXPECT_LT(k, 3000u) << "never probed back";
+}
+
+TEST(AdaptivePolicy, AnIdleWorkerIsProbedForWhatMayHaveChangedNotForTheNoiseItsSamplesShowed) {
+  // One sample of the slow worker takes 0.05 + 1/speed s, 7-17% beyond the
+  // others' step (100 samples in 0.15 s): idle is best, and holding it one
+  // sample throughout costs as much. Its level is known to its noise after a
+  // few samples; a probe finds something new only once its speed could have
+  // drifted that far (speed_drift per step), and a drop back to idle that the
+  // noise reverted is tried again after the backoff.
+  const std::vector<std::pair<double, double>> cases{{9, 0.1}, {8, 0.1}, {8, 0.2}, {7, 0.3}};
+  double log_ratios = 0.0;
+  for (const auto& [speed, noise] : cases) {
+    Devices d{{1000, 1000, 1000, speed}};
+    d.overhead = 0.05, d.noise = noise, d.comm = 0.01;
+    auto p = adaptive(4, 300);
+    run(*p, d, 100);
+    Devices idle = d, held = d;
+    idle.step({100, 100, 100, 0}), held.step({100, 100, 99, 1});
+    const double ratio = run(*p, d, 500) / idle.modeled;
+    EXPECT_LT(ratio, held.modeled / idle.modeled) << speed << " samples/s, noise " << noise;
+    log_ratios += std::log(ratio);
+  }
+  EXPECT_LE(std::exp(log_ratios / static_cast<double>(cases.size())), 1.05);
 }
 
 TEST(AdaptivePolicy, ACommunicationBoundStepIsNeverSlowerThanEqual) {

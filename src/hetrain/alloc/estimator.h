@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -82,6 +83,12 @@ class LineEstimate {
   // Relative standard error of the level where the line was last measured:
   // what one more sample there would tell (it grows while unobserved).
   double level_error() const { return error(last_batch_); }
+  // The part of level_error() the speed drift added since the line was last
+  // measured: how far the worker may have moved unseen (a probe's news).
+  double unseen_error() const {
+    const double e = level_error();
+    return std::sqrt(std::max(0.0, e * e - measured_error_ * measured_error_));
+  }
   // Relative standard deviation of one measurement around the line.
   double noise() const { return noise_; }
   // The mean measurement over the line's (clipped) level: 1 for symmetric
@@ -167,6 +174,7 @@ class LineEstimate {
   std::array<double, kRecent> recent_{};      // ring of log(measured / predicted)
   std::size_t recent_n_ = 0;                  // samples written to the ring
   double last_batch_ = 1.0;                   // the batch of the last sample
+  double measured_error_ = 0.0;               // level_error() just after the last sample
   double shift_ = 0.0;                        // the last change's shift (log)
   double reach_ = 0.0;                        // its size / clip_sigmas, while on test
   double pending_ = 0.0;                      // the CUSUM's run's shift (log) x its progress to an alarm

@@ -99,7 +99,7 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
       return t > 0.0 ? std::hypot(on * on_error, off * off_error) / t : on_error;
     };
     const double err = of_time(main.error(at), waits ? e.wait(i).error(at) : 0.0);
-    const double level = of_time(main.level_error(), waits ? e.wait(i).level_error() : 0.0);
+    const double level = of_time(main.unseen_error(), waits ? e.wait(i).unseen_error() : 0.0);
     double f = (1.0 + margin * w.noise()) * w.mean_factor();
     if (incumbent[i] == 0) f *= std::max(kMinOptimism, 1.0 - tuning_.explore_sigmas * level);
     u = scaled(u, f);

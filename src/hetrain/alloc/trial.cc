@@ -51,7 +51,7 @@ double TrialController::steps_to_show(double gain) const {
 }
 
 Action TrialController::consider(double gain, const std::vector<std::size_t>& proposal, std::size_t step) {
-  if (state_ != TrialState::kSteady || !(gain >= tuning_.min_gain) || proposal == rejected_) return Action::kNone;
+  if (state_ != TrialState::kSteady || !(gain >= tuning_.min_gain)) return Action::kNone;
   // Where step times are reported, nothing moves before the split now running
   // has one (else untested moves would follow each other unmeasured), except
   // right after a change: the split then running is known to be stale.
@@ -106,9 +106,7 @@ Verdict TrialController::verdict() {
   if (v == Verdict::kKeep) {
     incumbent_ = trial_log_;
     trusted_ = true, rejections_ = 0;
-    rejected_.clear();
   } else if (v == Verdict::kRevert) {
-    rejected_ = proposal_;
     trusted_ = false;
     ++rejections_;
     // After r reverts in a row the next trial waits max_trial_steps x 2^(r-1)
@@ -130,7 +128,6 @@ void TrialController::changed() {
   if (state_ == TrialState::kTrial) state_ = TrialState::kSteady;
   after_change_ = true;
   trusted_ = true, rejections_ = 0, next_trial_ = 0;
-  rejected_.clear();
   incumbent_.clear();
 }
 

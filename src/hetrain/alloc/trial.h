@@ -9,7 +9,9 @@
 // has been tried since the last change) stays in charge: a proposal whose gain
 // the step time cannot resolve within max_trial_steps is taken without a
 // trial. After a revert the model has been wrong: only proposals the step
-// time can judge are taken, as trials, and not the rejected split again.
+// time can judge are taken, as trials, after a backoff that doubles with each
+// revert in a row (a reverted split may be tried again then: a tenth of real
+// gains are reverted by design, false_revert).
 #pragma once
 
 #include <cstddef>
@@ -85,7 +87,7 @@ class TrialController {
   double evidence_ = 0.0;    // its log likelihood ratio, H1 over H0
   double baseline_ = 0.0;    // the incumbent's mean when the trial's first time came
   std::size_t judged_ = 0;   // trial times in the evidence
-  std::vector<std::size_t> proposal_, rejected_;
+  std::vector<std::size_t> proposal_;
   std::size_t rejections_ = 0, next_trial_ = 0, started_ = 0;
 };
 
