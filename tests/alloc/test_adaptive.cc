@@ -163,7 +163,7 @@ TEST(AdaptivePolicy, AConfirmedChangeIsFollowedAtOnceNotThroughATrial) {
   // a change for the plan too: the proportional split follows at once (it
   // took two more steps, a trial's, when only the alarm counted).
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    Devices d{{1000, 1000, 1000, 6}};
+    Devices d{{1000, 1000, 1000, 250}};
     d.overhead = 0.002, d.noise = 0.02, d.comm = 0.002, d.rng.seed(seed);
     auto p = adaptive(4, 64);
     run(*p, d, 40);
@@ -189,7 +189,7 @@ TEST(AdaptivePolicy, AWorkerTooSlowForOneSampleIsIdleThenProbedAndSeenToRecover)
   // Overhead 0.05 s: the slow worker's one sample takes 0.05 + 1/2 s, far
   // beyond the others' step (30 samples in 0.15 s).
   Devices d{{100, 100, 100, 2}};
-  d.overhead = 0.05, d.noise = 0.2, d.comm = 0.01;
+  d.overhead = 0.05, d.noise = 0.02, d.comm = 0.01;
   auto p = adaptive(4, 30);
   run(*p, d, 30);
   ASSERT_EQ(p->split()[3], 0u);
