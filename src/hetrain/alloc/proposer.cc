@@ -99,9 +99,11 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
       return t > 0.0 ? std::hypot(on * on_error, off * off_error) / t : on_error;
     };
     const double err = of_time(main.error(at), waits ? e.wait(i).error(at) : 0.0);
-    const double level = of_time(main.unseen_error(), waits ? e.wait(i).unseen_error() : 0.0);
     double f = (1.0 + margin * w.noise()) * w.mean_factor();
-    if (incumbent[i] == 0) f *= std::max(kMinOptimism, 1.0 - tuning_.explore_sigmas * level);
+    if (incumbent[i] == 0) {  // optimism for what may have changed unseen (estimator.h)
+      const double unseen = of_time(main.unseen_error(), waits ? e.wait(i).unseen_error() : 0.0);
+      f *= std::max(kMinOptimism, 1.0 - tuning_.explore_sigmas * unseen);
+    }
     u = scaled(u, f);
     const std::size_t klass =
         cpu ? (u.host + 1) + (static_cast<std::size_t>(std::llround(u.cpus * 1000.0)) << 32) : 0;
