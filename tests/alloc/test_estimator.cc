@@ -252,6 +252,25 @@ TEST(LineEstimate, AChangeThatLastsIsConfirmedByTheSamplesAfterIt) {
   EXPECT_EQ(l.changes(), 1u);
 }
 
+TEST(LineEstimate, AnIdleWorkersRunInProgressNoLongerReachesItsUnit) {
+  // 10% noise, then two samples 25% high: a CUSUM run on its way to an alarm,
+  // whose level the Grouper's hold keeps in reach (estimator.h). Idled, the
+  // worker's run cannot go on: what it may have moved unseen is its level's
+  // drift error's to say, and a reach frozen where it stood would widen its
+  // unit's held boundaries for as long as it stays idle (property seed 357
+  // held a worker 3x faster in an idle unit for 450 steps).
+  LineEstimate l;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> u(0.0, 0.1);
+  for (int i = 0; i < 200; ++i) l.drift(kTuning), l.observe(32.0, 0.32 * (1.0 + u(rng)), kTuning);
+  for (int i = 0; i < 2; ++i) l.drift(kTuning), l.observe(32.0, 0.32 * 1.25, kTuning);
+  ASSERT_FALSE(l.on_test());
+  ASSERT_GT(l.reach(kTuning), 0.0);
+  l.drift(kTuning);
+  EXPECT_FALSE(l.observe(0.0, 0.0, kTuning));
+  EXPECT_EQ(l.reach(kTuning), 0.0);
+}
+
 TEST(Estimator, ChangesOfHostWorkersAreSeenInTheirCpuSeconds) {
   Estimator e(2, kTuning, {false, true});
   std::vector<WorkerSample> s(2);

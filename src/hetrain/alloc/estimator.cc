@@ -262,7 +262,12 @@ LineEstimate::Test LineEstimate::test_change(double b, double q, const AdaptiveT
 }
 
 bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
-  if (!usable(b, q)) return false;
+  if (!usable(b, q)) {
+    // Idle: a run in progress cannot go on, and what may have moved unseen
+    // is the level's drift error's to say, not a frozen run's reach.
+    if (!(b > 0.0)) pending_ = 0.0;
+    return false;
+  }
   if (!known_ || guess_) {
     start(b, q, t);
     guess_ = false;

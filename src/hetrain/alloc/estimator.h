@@ -97,8 +97,9 @@ class LineEstimate {
   double mean_factor() const { return 1.0 + std::max(0.0, excess_before_up_); }
   // Relative distance (log) the last change moved the level, over
   // clip_sigmas, while the change is on test, or the level a CUSUM run in
-  // progress points to, in proportion to its progress (else 0): how far the
-  // level may be from where it is planned (the Grouper's hold).
+  // progress points to, in proportion to its progress (else 0; no run while
+  // idle: it cannot go on): how far the level may be from where it is
+  // planned (the Grouper's hold).
   double reach(const AdaptiveTuning& t) const;
   // The last change's shift (log of new level over old) while it is
   // unconfirmed (reach() > 0), else 0: predict(b) / exp(this) is the level
