@@ -349,14 +349,61 @@ TEST(Simulator, ThePolicySeesTimeOffTheCpuApart) {
 }
 
 TEST(Simulator, OldClusterFilesKeepTheirMeaning) {
-  // A file of 414595a's format: normal noise, independent per step.
+  // A file of 414595a's format: normal noise around 1, independent per step.
   WorkerGroup g = group(100.0);
   g.noise = 0.1;
   NoiseStreams s(1);
   s.reset(1);
-  std::mt19937_64 rng(1);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (int k = 0; k < 10; ++k) EXPECT_DOUBLE_EQ(s.draw(0, g), std::max(0.0, 1.0 + 0.1 * normal(rng)));
+  std::vector<double> x;
+  for (std::size_t k = 0; k < kDraws; ++k) x.push_back(s.draw(0, g));
+  const double mean = std::accumulate(x.begin(), x.end(), 0.0) / kDraws;
+  double var = 0.0, lag = 0.0;
+  for (std::size_t k = 0; k < kDraws; ++k) {
+    var += (x[k] - mean) * (x[k] - mean);
+    if (k > 0) lag += (x[k] - mean) * (x[k - 1] - mean);
+  }
+  EXPECT_NEAR(mean, 1.0, 0.005);
+  EXPECT_NEAR(std::sqrt(var / kDraws), 0.1, 0.005);
+  EXPECT_NEAR(lag / var, 0.0, 0.03);
+}
+
+TEST(Simulator, EveryPolicyMeetsTheSameNoiseWhateverItGivesWhom) {
+  // Four devices with persistent log-normal noise and no overhead: a
+  // worker's multiplier at a step is the world's, whatever anyone holds. At
+  // 10 samples each, at 10, 10, 20 and 10 (B = 50), and at one each with the
+  // last idle (B = 3), every worker's time at every step is its samples
+  // times the same multiplier.
+  Cluster c = three();
+  c.groups.resize(4, c.groups[0]);  // one worker each: static shares are by group
+  for (std::size_t g = 0; g < 4; ++g) {
+    c.groups[g].name = std::string(1, static_cast<char>('a' + g));
+    c.groups[g].overhead = 0.0, c.groups[g].noise = 0.2;
+    c.groups[g].noise_model.kind = NoiseKind::kLognormal;
+    c.groups[g].noise_model.correlation = 0.9;
+  }
+  auto per_sample = [&](std::size_t batch, std::vector<double> shares) {
+    std::vector<std::vector<double>> seen;
+    c.global_batch = batch;
+    SimOptions o;
+    o.alloc.name = shares.empty() ? "equal" : "static", o.alloc.shares = std::move(shares), o.steps = 50;
+    o.on_observe = [&](const alloc::Observation& obs) {
+      std::vector<double> t(4, 0.0);
+      for (std::size_t i = 0; i < 4; ++i) {
+        if (obs.local_batch[i] > 0) t[i] = obs.compute_seconds[i] / static_cast<double>(obs.local_batch[i]);
+      }
+      seen.push_back(t);
+    };
+    simulate(c, o);
+    return seen;
+  };
+  const auto even = per_sample(40, {}), uneven = per_sample(50, {1, 1, 2, 1}), idle = per_sample(3, {});
+  ASSERT_EQ(even.size(), 50u);
+  for (std::size_t k = 0; k < even.size(); ++k) {
+    for (std::size_t i = 0; i < 4; ++i) {
+      EXPECT_NEAR(uneven[k][i], even[k][i], 1e-6 * even[k][i]) << "step " << k << ", worker " << i;
+      if (i < 3) EXPECT_NEAR(idle[k][i], even[k][i], 1e-6 * even[k][i]) << "step " << k << ", worker " << i;
+    }
+  }
 }
 
 }  // namespace

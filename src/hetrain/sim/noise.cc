@@ -16,6 +16,21 @@ namespace {
 constexpr double kUnitScale = 0x1.0p-53;  // 53 random bits to [0, 1)
 constexpr int kUnitShift = 11;            // 64 - 53
 
+// SplitMix64 (Steele, Lea and Flood 2014): the next output of the stream
+// whose state is `state`. Also a hash: the streams of a world's workers are
+// keyed by hashing the seed, the world and the rank.
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t hash(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t s = a ^ splitmix64(b);
+  return splitmix64(s);
+}
+
 std::vector<double> parse_row(const std::string& line, const std::string& where) {
   std::vector<double> row;
   std::stringstream in(line);
@@ -86,12 +101,25 @@ double mean_multiplier(const WorkerGroup& g) {
   return mean * (1.0 + m.spike_chance * (0.5 * (m.spike_min + m.spike_max) - 1.0));
 }
 
-void NoiseStreams::reset(std::size_t workers) { state_.assign(workers, State{}); }
+NoiseStreams::NoiseStreams(std::uint64_t seed) : seed_(seed) {
+  network_.rng = hash(seed_, ~std::uint64_t{0});  // no world's number: the network outlives them
+}
 
-double NoiseStreams::unit() { return static_cast<double>(rng_() >> kUnitShift) * kUnitScale; }
+void NoiseStreams::reset(std::size_t workers) {
+  state_.assign(workers, State{});
+  for (std::size_t r = 0; r < workers; ++r) state_[r].rng = hash(hash(seed_, worlds_), r);
+  ++worlds_;
+}
+
+double NoiseStreams::unit(State& s) { return static_cast<double>(splitmix64(s.rng) >> kUnitShift) * kUnitScale; }
+
+double NoiseStreams::normal(State& s) {
+  const double u = 1.0 - unit(s);  // (0, 1]: the log is finite
+  return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * M_PI * unit(s));
+}
 
 double NoiseStreams::correlated(State& s, double correlation) {
-  const double z = normal_(rng_);
+  const double z = normal(s);
   s.x = s.started ? correlation * s.x + std::sqrt(1.0 - correlation * correlation) * z : z;
   s.started = true;
   return s.x;
@@ -101,8 +129,8 @@ double NoiseStreams::replay(State& s, const NoiseModel& m) {
   const auto& columns = m.trace->columns;
   const std::size_t steps = columns[0].size();
   if (s.left == 0) {  // a new block from a random place
-    s.column = std::min(columns.size() - 1, static_cast<std::size_t>(unit() * static_cast<double>(columns.size())));
-    s.position = std::min(steps - 1, static_cast<std::size_t>(unit() * static_cast<double>(steps)));
+    s.column = std::min(columns.size() - 1, static_cast<std::size_t>(unit(s) * static_cast<double>(columns.size())));
+    s.position = std::min(steps - 1, static_cast<std::size_t>(unit(s) * static_cast<double>(steps)));
     s.left = m.block;
   }
   --s.left;
@@ -121,12 +149,12 @@ double NoiseStreams::draw(std::size_t rank, const WorkerGroup& g) {
     const double x = correlated(s, m.correlation);
     multiplier = m.kind == NoiseKind::kLognormal ? std::exp(g.noise * x) : std::max(0.0, 1.0 + g.noise * x);
   }
-  if (m.spike_chance > 0.0 && unit() < m.spike_chance) multiplier *= m.spike_min + (m.spike_max - m.spike_min) * unit();
+  if (m.spike_chance > 0.0 && unit(s) < m.spike_chance) multiplier *= m.spike_min + (m.spike_max - m.spike_min) * unit(s);
   return multiplier;
 }
 
 double NoiseStreams::independent_normal(double sigma) {
-  return sigma > 0.0 ? std::max(0.0, 1.0 + sigma * normal_(rng_)) : 1.0;
+  return sigma > 0.0 ? std::max(0.0, 1.0 + sigma * normal(network_)) : 1.0;
 }
 
 }  // namespace hetrain::sim

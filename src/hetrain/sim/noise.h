@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -30,31 +29,42 @@ std::string resolve_beside(const std::string& path, const std::string& beside);
 // noise, knows.
 double mean_multiplier(const WorkerGroup& g);
 
-// Every worker's noise process, advanced one step at a time.
+// Every worker's noise process, advanced one step at a time. The noise is
+// the world's, not the policy's: each worker draws from its own stream
+// (seeded by the cluster's seed, the world and its rank) and its process
+// runs on every step, idle or not (a busy neighbour, a throttled period, a
+// thermal state do not wait for it to compute). So every policy run on a
+// cluster meets the same noise at the same step, whatever it gives whom:
+// their times are compared on common random numbers.
 class NoiseStreams {
  public:
-  explicit NoiseStreams(std::uint64_t seed) : rng_(seed) {}
-  // Forgets every worker's state (a change of world renumbers the ranks).
+  explicit NoiseStreams(std::uint64_t seed);
+  // A new world of `workers` ranks (a change of world renumbers them): fresh
+  // processes, on streams of their own for this world.
   void reset(std::size_t workers);
-  // The multiplier of `rank`'s time this step (a worker of `g`).
+  // The multiplier of `rank`'s time this step (a worker of `g`); call once
+  // per rank and step, for every rank.
   double draw(std::size_t rank, const WorkerGroup& g);
   // A multiplier of the allreduce: max(0, 1 + sigma z), independent per step.
   double independent_normal(double sigma);
 
  private:
   struct State {
+    std::uint64_t rng = 0;   // SplitMix64's state: a stream of its own, 8 bytes a worker
     double x = 0.0;          // the AR(1) process, stationary N(0, 1)
     bool started = false;    // x holds a value
     std::size_t column = 0;  // kTrace: the recorded worker replayed
     std::size_t position = 0;
     std::size_t left = 0;  // steps left in this block
   };
-  double unit();  // uniform [0, 1), the same on every standard library
-  double correlated(State& s, double correlation);
-  double replay(State& s, const NoiseModel& m);
+  static double unit(State& s);    // uniform [0, 1), the same on every standard library
+  static double normal(State& s);  // standard normal (Box-Muller), the same everywhere too
+  static double correlated(State& s, double correlation);
+  static double replay(State& s, const NoiseModel& m);
 
-  std::mt19937_64 rng_;
-  std::normal_distribution<double> normal_{0.0, 1.0};
+  std::uint64_t seed_;
+  std::uint64_t worlds_ = 0;  // resets so far: each world's streams are new
+  State network_;             // the allreduce's stream
   std::vector<State> state_;
 };
 

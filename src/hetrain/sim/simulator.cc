@@ -246,9 +246,9 @@ std::vector<double> Run::compute(const std::vector<std::size_t>& split) {
   cpu_.resize(n);
   wait_.resize(n);
   for (std::size_t r = 0; r < n; ++r) {
+    const WorkerGroup& g = w_.groups[w_.rank_group[r]];
+    const double m = noise_.draw(r, g);  // every rank's, idle or not: the world's noise runs on
     if (split[r] > 0) {
-      const WorkerGroup& g = w_.groups[w_.rank_group[r]];
-      const double m = noise_.draw(r, g);
       cost_[r] = cost_of(g, split[r]);
       cost_[r].cpu *= m;
       cost_[r].device *= m;
