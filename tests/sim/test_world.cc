@@ -65,6 +65,26 @@ TEST(ProcessorSharing, KWorkersOnCCoresGetMinOfOneAndCOverK) {
   for (const double t : processor_sharing({3.0, 3.0}, {2.0, 2.0}, 3.0)) EXPECT_NEAR(t, 2.0, 1e-12);
 }
 
+// Mean, standard deviation and lag-1 autocorrelation of f(m) over kDraws
+// draws of rank 0's multiplier m.
+struct Moments {
+  double mean = 0.0, sd = 0.0, lag1 = 0.0;
+};
+template <typename F>
+Moments moments(NoiseStreams& s, const WorkerGroup& g, F f) {
+  std::vector<double> x;
+  for (std::size_t k = 0; k < kDraws; ++k) x.push_back(f(s.draw(0, g)));
+  Moments m;
+  m.mean = std::accumulate(x.begin(), x.end(), 0.0) / kDraws;
+  double var = 0.0, lag = 0.0;
+  for (std::size_t k = 0; k < kDraws; ++k) {
+    var += (x[k] - m.mean) * (x[k] - m.mean);
+    if (k > 0) lag += (x[k] - m.mean) * (x[k - 1] - m.mean);
+  }
+  m.sd = std::sqrt(var / kDraws), m.lag1 = lag / var;
+  return m;
+}
+
 TEST(Noise, LognormalAr1HasMedianOneItsSigmaAndItsCorrelation) {
   WorkerGroup g = group(1.0);
   g.noise = 0.2;
@@ -72,17 +92,10 @@ TEST(Noise, LognormalAr1HasMedianOneItsSigmaAndItsCorrelation) {
   g.noise_model.correlation = 0.8;
   NoiseStreams s(3);
   s.reset(1);
-  std::vector<double> logs;
-  for (std::size_t k = 0; k < kDraws; ++k) logs.push_back(std::log(s.draw(0, g)));
-  const double mean = std::accumulate(logs.begin(), logs.end(), 0.0) / kDraws;
-  double var = 0.0, lag = 0.0;
-  for (std::size_t k = 0; k < kDraws; ++k) {
-    var += (logs[k] - mean) * (logs[k] - mean);
-    if (k > 0) lag += (logs[k] - mean) * (logs[k - 1] - mean);
-  }
-  EXPECT_NEAR(mean, 0.0, 0.01);
-  EXPECT_NEAR(std::sqrt(var / kDraws), 0.2, 0.01);
-  EXPECT_NEAR(lag / var, 0.8, 0.02);
+  const Moments m = moments(s, g, [](double x) { return std::log(x); });
+  EXPECT_NEAR(m.mean, 0.0, 0.01);
+  EXPECT_NEAR(m.sd, 0.2, 0.01);
+  EXPECT_NEAR(m.lag1, 0.8, 0.02);
   EXPECT_NEAR(mean_multiplier(g), std::exp(0.02), 1e-12);
 }
 
@@ -354,17 +367,10 @@ TEST(Simulator, OldClusterFilesKeepTheirMeaning) {
   g.noise = 0.1;
   NoiseStreams s(1);
   s.reset(1);
-  std::vector<double> x;
-  for (std::size_t k = 0; k < kDraws; ++k) x.push_back(s.draw(0, g));
-  const double mean = std::accumulate(x.begin(), x.end(), 0.0) / kDraws;
-  double var = 0.0, lag = 0.0;
-  for (std::size_t k = 0; k < kDraws; ++k) {
-    var += (x[k] - mean) * (x[k] - mean);
-    if (k > 0) lag += (x[k] - mean) * (x[k - 1] - mean);
-  }
-  EXPECT_NEAR(mean, 1.0, 0.005);
-  EXPECT_NEAR(std::sqrt(var / kDraws), 0.1, 0.005);
-  EXPECT_NEAR(lag / var, 0.0, 0.03);
+  const Moments m = moments(s, g, [](double x) { return x; });
+  EXPECT_NEAR(m.mean, 1.0, 0.005);
+  EXPECT_NEAR(m.sd, 0.1, 0.005);
+  EXPECT_NEAR(m.lag1, 0.0, 0.03);
 }
 
 TEST(Simulator, EveryPolicyMeetsTheSameNoiseWhateverItGivesWhom) {
