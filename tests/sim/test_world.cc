@@ -407,7 +407,9 @@ TEST(Simulator, EveryPolicyMeetsTheSameNoiseWhateverItGivesWhom) {
   for (std::size_t k = 0; k < even.size(); ++k) {
     for (std::size_t i = 0; i < 4; ++i) {
       EXPECT_NEAR(uneven[k][i], even[k][i], 1e-6 * even[k][i]) << "step " << k << ", worker " << i;
-      if (i < 3) EXPECT_NEAR(idle[k][i], even[k][i], 1e-6 * even[k][i]) << "step " << k << ", worker " << i;
+      if (i < 3) {
+        EXPECT_NEAR(idle[k][i], even[k][i], 1e-6 * even[k][i]) << "step " << k << ", worker " << i;
+      }
     }
   }
 }
