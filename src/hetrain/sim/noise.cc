@@ -18,7 +18,7 @@ constexpr int kUnitShift = 11;            // 64 - 53
 
 // SplitMix64 (Steele, Lea and Flood 2014): the next output of the stream
 // whose state is `state`. Also a hash: the streams of a world's workers are
-// keyed by hashing the seed, the world and the rank.
+// keyed by mixing the seed, the world and the rank (stream_key).
 std::uint64_t splitmix64(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -26,7 +26,7 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-std::uint64_t hash(std::uint64_t a, std::uint64_t b) {
+std::uint64_t stream_key(std::uint64_t a, std::uint64_t b) {
   std::uint64_t s = a ^ splitmix64(b);
   return splitmix64(s);
 }
@@ -102,12 +102,12 @@ double mean_multiplier(const WorkerGroup& g) {
 }
 
 NoiseStreams::NoiseStreams(std::uint64_t seed) : seed_(seed) {
-  network_.rng = hash(seed_, ~std::uint64_t{0});  // no world's number: the network outlives them
+  network_.rng = stream_key(seed_, ~std::uint64_t{0});  // no world's number: the network outlives them
 }
 
 void NoiseStreams::reset(std::size_t workers) {
   state_.assign(workers, State{});
-  for (std::size_t r = 0; r < workers; ++r) state_[r].rng = hash(hash(seed_, worlds_), r);
+  for (std::size_t r = 0; r < workers; ++r) state_[r].rng = stream_key(stream_key(seed_, worlds_), r);
   ++worlds_;
 }
 
