@@ -376,9 +376,11 @@ TEST(Simulator, OldClusterFilesKeepTheirMeaning) {
 TEST(Simulator, EveryPolicyMeetsTheSameNoiseWhateverItGivesWhom) {
   // Four devices with persistent log-normal noise and no overhead: a
   // worker's multiplier at a step is the world's, whatever anyone holds. At
-  // 10 samples each, at 10, 10, 20 and 10 (B = 50), and at one each with the
-  // last idle (B = 3), every worker's time at every step is its samples
-  // times the same multiplier.
+  // 10 samples each, at 10, 10, 20 and 10 (B = 50), at one each with the
+  // last idle (B = 3), and under the oracle while the last is 1000x slow
+  // (idle) from step 20 to 30, every worker's time per sample at every step
+  // it runs at its usual speed is the same multiplier: an idle worker's noise
+  // ran on while it idled.
   Cluster c = three();
   c.groups.resize(4, c.groups[0]);  // one worker each: static shares are by group
   for (std::size_t g = 0; g < 4; ++g) {
@@ -387,11 +389,12 @@ TEST(Simulator, EveryPolicyMeetsTheSameNoiseWhateverItGivesWhom) {
     c.groups[g].noise_model.kind = NoiseKind::kLognormal;
     c.groups[g].noise_model.correlation = 0.9;
   }
-  auto per_sample = [&](std::size_t batch, std::vector<double> shares) {
+  auto per_sample = [&](std::size_t batch, std::vector<double> shares, const std::string& policy = "") {
     std::vector<std::vector<double>> seen;
     c.global_batch = batch;
     SimOptions o;
-    o.alloc.name = shares.empty() ? "equal" : "static", o.alloc.shares = std::move(shares), o.steps = 50;
+    o.alloc.name = !policy.empty() ? policy : shares.empty() ? "equal" : "static";
+    o.alloc.shares = std::move(shares), o.steps = 50;
     o.on_observe = [&](const alloc::Observation& obs) {
       std::vector<double> t(4, 0.0);
       for (std::size_t i = 0; i < 4; ++i) {
@@ -403,12 +406,18 @@ TEST(Simulator, EveryPolicyMeetsTheSameNoiseWhateverItGivesWhom) {
     return seen;
   };
   const auto even = per_sample(40, {}), uneven = per_sample(50, {1, 1, 2, 1}), idle = per_sample(3, {});
+  c.events = {{20, EventKind::kSpeed, 3, 0.0, 0.001, 1}, {30, EventKind::kSpeed, 3, 0.0, 1.0, 1}};
+  const auto oracle = per_sample(40, {}, "oracle");
   ASSERT_EQ(even.size(), 50u);
+  ASSERT_EQ(oracle[25][3], 0.0);  // idled while slow
   for (std::size_t k = 0; k < even.size(); ++k) {
     for (std::size_t i = 0; i < 4; ++i) {
       EXPECT_NEAR(uneven[k][i], even[k][i], 1e-6 * even[k][i]) << "step " << k << ", worker " << i;
       if (i < 3) {
         EXPECT_NEAR(idle[k][i], even[k][i], 1e-6 * even[k][i]) << "step " << k << ", worker " << i;
+      }
+      if (i < 3 || k < 20 || k >= 30) {
+        EXPECT_NEAR(oracle[k][i], even[k][i], 1e-6 * even[k][i]) << "oracle, step " << k << ", worker " << i;
       }
     }
   }
