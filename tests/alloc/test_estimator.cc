@@ -257,8 +257,7 @@ TEST(LineEstimate, AnIdleWorkersRunInProgressNoLongerReachesItsUnit) {
   // whose level the Grouper's hold keeps in reach (estimator.h). Idled, the
   // worker's run cannot go on: what it may have moved unseen is its level's
   // drift error's to say, and a reach frozen where it stood would widen its
-  // unit's held boundaries for as long as it stays idle (property seed 357
-  // held a worker 3x faster in an idle unit for 450 steps).
+  // unit's held boundaries for as long as it stays idle.
   LineEstimate l;
   std::mt19937_64 rng(7);
   std::normal_distribution<double> u(0.0, 0.1);

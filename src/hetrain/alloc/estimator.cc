@@ -63,7 +63,7 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
   before_up_ = before_down_ = persist_, last_z_ = 0.0;
   known_ = true;
   samples_ = 1;
-  last_batch_ = b, measured_error_ = level_error();
+  measured_at(b);
 }
 
 // A saved line is known as well as a measured one drifts: its level to the
@@ -290,7 +290,7 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
       a_ = o.a, c_ = o.c, paa_ = o.paa, pac_ = o.pac, pcc_ = o.pcc, excess_ = o.excess, persist_ = o.persist;
       shift_ = 0.0, last_z_ = 0.0, pending_ = 0.0;  // the CUSUM starts afresh: no run in progress
       cusum_.clear();
-      last_batch_ = b, measured_error_ = level_error();
+      measured_at(b);
       ++samples_;
       return true;
     }
@@ -316,7 +316,7 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
     for (std::size_t j = 0; j < run; ++j) sum += recent_[(recent_n_ - 1 - j) % kRecent];
     pending_ = std::abs(sum / static_cast<double>(run)) * cusum_.progress(t.cusum_limit);
   }
-  last_batch_ = b, measured_error_ = level_error();
+  measured_at(b);
   ++samples_;
   if (!alarm) ++since_change_;
   return alarm || confirmed;

@@ -134,6 +134,8 @@ class LineEstimate {
   double evidence_cap() const;
   bool sudden(double z, const AdaptiveTuning& t) const;
   void restart(double b, const AdaptiveTuning& t);
+  // A sample at batch b ended: the level is measured there, as well as it now is.
+  void measured_at(double b) { last_batch_ = b, measured_error_ = level_error(); }
   enum class Test { kOpen, kConfirmed, kRejected };
   Test test_change(double b, double q, const AdaptiveTuning& t);
   // The last few log(measured / predicted): the samples an alarm restarts
