@@ -57,9 +57,10 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
   const double sa2 = 0.25 * q * q, sy2 = t.prior_noise * t.prior_noise * q * q;
   a_ = 0.0, c_ = q / b;
   paa_ = sa2, pac_ = -sa2 / b, pcc_ = (sa2 + sy2) / (b * b);
-  noise_ = t.prior_noise;
+  noise_ = t.prior_noise, mean_sq_ = 0.0, counted_ = 0.0;
   persist_ = Persistence{};
   persist_.tail = std::erfc(t.clip_sigmas / std::sqrt(2.0));  // the Gaussian design's share beyond the clip
+  persist_.far = std::erfc(2.0 * t.clip_sigmas / std::sqrt(2.0));  // ... and beyond twice it
   before_up_ = before_down_ = persist_, last_z_ = 0.0;
   known_ = true;
   samples_ = 1;
@@ -88,18 +89,27 @@ void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
   a_ += ph0 / s * nu, c_ += ph1 / s * nu;
   paa_ -= ph0 * ph0 / s, pac_ -= ph0 * ph1 / s, pcc_ -= ph1 * ph1 / s;
   project(b);
-  // The noise: a running mean of squared residuals (the prior counts as one),
-  // less the line's own uncertainty, forgetting at the speed drift's rate.
-  // A residual tells the noise R only as well as R dominates its variance
-  // hph + R (nu^2 - hph estimates R with a spread of about (hph + R)^2):
-  // weighted by (R / (hph + R))^2, so that while the line itself is unsure
-  // (its first samples, a restart) its misses move the line, not the noise.
+  // The noise: a running mean of squared residuals, less the line's own
+  // uncertainty, forgetting at the speed drift's rate. A residual tells the
+  // noise R only as well as R dominates its variance hph + R (nu^2 - hph
+  // estimates R with a spread of about (hph + R)^2): weighted by
+  // (R / (hph + R))^2, so that while the line itself is unsure (its first
+  // samples, a restart) its misses move the line, not the noise.
   const double r2 = std::max(0.0, (nu * nu - hph) / (y * y));
   const double r = noise_ * noise_ * y * y, told = r / (hph + r);
-  const double w = std::max(1.0 / static_cast<double>(samples_ + 1), t.speed_drift) * told * told;
-  noise_ = std::max(t.min_noise, std::sqrt((1.0 - w) * noise_ * noise_ + w * r2));
-  // What the clip took off, relative: under one-sided noise (spikes, a
-  // host's bursts) the mean time exceeds the clipped level by its mean.
+  counted_ = std::min(counted_ + told * told, 1.0 / t.speed_drift);
+  mean_sq_ += told * told / counted_ * (r2 - mean_sq_);
+  // The prior counts as one residual on a log scale: the noise's scale is
+  // unknown over orders of magnitude (a timer's 0.5% to a shared host's
+  // 30%). In a plain mean a 10% prior outweighs a hundred residuals of 1%
+  // noise, and two workers 25% apart stayed one unit for tens of steps.
+  const double floor2 = t.min_noise * t.min_noise, prior2 = t.prior_noise * t.prior_noise;
+  const double log2 = (std::log(prior2) + counted_ * std::log(std::max(mean_sq_, floor2))) / (1.0 + counted_);
+  noise_ = std::max(t.min_noise, std::exp(0.5 * log2));
+  // What the clip took off, relative (a mean of the same residuals, weighted
+  // alike): under one-sided noise (spikes, a host's bursts) the mean time
+  // exceeds the clipped level by its mean.
+  const double w = told * told / counted_;
   excess_ = (1.0 - w) * excess_ + w * ((q - y) - nu) / y;
 }
 
@@ -117,7 +127,7 @@ void LineEstimate::project(double b) {
 // residual first (the prior: one uncorrelated residual), and stays below the
 // correlation the forgetting window can resolve (a correlation time of at
 // most 1 / speed_drift steps).
-double LineEstimate::whiten(double z, const AdaptiveTuning& t) {
+double LineEstimate::whiten(double z, double raw, const AdaptiveTuning& t) {
   if (cusum_.up_at_zero()) before_up_ = persist_, excess_before_up_ = excess_;
   if (cusum_.down_at_zero()) before_down_ = persist_, excess_before_down_ = excess_;
   Persistence& p = persist_;
@@ -126,6 +136,7 @@ double LineEstimate::whiten(double z, const AdaptiveTuning& t) {
   p.zz = (1.0 - w) * p.zz + w * z * z;
   p.zl = (1.0 - w) * p.zl + w * z * last_z_;
   p.tail = (1.0 - w) * p.tail + w * (std::abs(z) >= t.clip_sigmas ? 1.0 : 0.0);
+  p.far = (1.0 - w) * p.far + w * (std::abs(raw) >= 2.0 * t.clip_sigmas ? 1.0 : 0.0);
   p.corr = p.zz > 0.0 ? std::clamp(p.zl / p.zz, 0.0, 1.0 - 2.0 * t.speed_drift) : 0.0;
   last_z_ = z;
   const double x = std::clamp(e, -t.clip_sigmas, t.clip_sigmas);
@@ -181,11 +192,13 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
   const double mid = upper_median(last.begin(), last.begin() + static_cast<std::ptrdiff_t>(k));
   const double y = predict(b) * std::exp(mid);
   const double e2 = noise_ * noise_ / static_cast<double>(k);
-  const double noise = noise_, excess = cusum_.rose() ? excess_before_up_ : excess_before_down_;
+  const double noise = noise_, mean_sq = mean_sq_, counted = counted_;
+  const double excess = cusum_.rose() ? excess_before_up_ : excess_before_down_;
   const std::size_t samples = samples_;
   const Persistence persist = cusum_.rose() ? before_up_ : before_down_;
   start(b, y, t);
-  noise_ = noise, excess_ = excess, persist_ = persist, samples_ = samples;
+  noise_ = noise, mean_sq_ = mean_sq, counted_ = counted;
+  excess_ = excess, persist_ = persist, samples_ = samples;
   pcc_ += (e2 * y * y - t.prior_noise * t.prior_noise * y * y) / (b * b);
   shift_ = mid, reach_ = std::abs(mid) / t.clip_sigmas, since_change_ = 0;
   unconfirmable_ = fewest_to_alarm(t) - k;
@@ -193,9 +206,12 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
 
 // Huber's robust test: the noise throws a sample beyond the clip at a rate
 // eps (the line's measured share), so no one sample tells more than
-// log((1 - eps) / eps) nats of any level.
-double LineEstimate::evidence_cap() const {
-  const double eps = std::clamp(persist_.tail, 1e-12, 0.5);
+// log((1 - eps) / eps) nats of any level. A sample beyond twice the clip is
+// held to the share the noise throws that far: a timer's rare 20% outlier
+// says nothing against a worker now 4x slower.
+double LineEstimate::evidence_cap(double distance, const AdaptiveTuning& t) const {
+  const double share = std::abs(distance) >= 2.0 * t.clip_sigmas ? persist_.far : persist_.tail;
+  const double eps = std::clamp(share, 1e-12, 0.5);
   return std::log((1.0 - eps) / eps);
 }
 
@@ -215,7 +231,7 @@ bool LineEstimate::sudden(double z, const AdaptiveTuning& t) const {
   // Gaussian, so a young line's first misses are its noise, not changes.
   const double nu = std::min(static_cast<double>(samples_), 1.0 / t.speed_drift);
   const double evidence = 0.5 * (nu + 1.0) * std::log1p(e * e / nu);
-  return std::min(evidence, evidence_cap()) >= 2.0 * t.cusum_drift * t.cusum_limit;
+  return std::min(evidence, evidence_cap(e, t)) >= 2.0 * t.cusum_drift * t.cusum_limit;
 }
 
 bool LineEstimate::settled(const AdaptiveTuning& t) const { return samples_ > fewest_to_alarm(t); }
@@ -246,7 +262,7 @@ LineEstimate::Test LineEstimate::test_change(double b, double q, const AdaptiveT
   auto clipped = [&](double r, double s) { return std::clamp(r, -t.clip_sigmas * std::sqrt(s), t.clip_sigmas * std::sqrt(s)); };
   const double r_old = clipped(std::log(q / y_old), s_old), r_new = clipped(std::log(q / y_new), s_new);
   const double phi = persist_.corr;
-  const double cap = evidence_cap();  // Huber's robust test
+  const double cap = evidence_cap(0.0, t);  // Huber's robust test
   const double llr = 0.5 * (r_old * r_old / s_old - r_new * r_new / s_new) + 0.5 * std::log(s_old / s_new);
   // A change raised by fewer samples than a CUSUM needs is refuted by the
   // samples that make up the difference but not confirmed: those are the
@@ -295,7 +311,7 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
       return true;
     }
   }
-  cusum_.push(whiten(z, t), t.cusum_drift);
+  cusum_.push(whiten(z, raw, t), t.cusum_drift);
   bool alarm = false;
   if (one) {
     cusum_.alarm_one(raw > 0.0);

@@ -130,8 +130,8 @@ class LineEstimate {
   void start(double b, double q, const AdaptiveTuning& t);
   void update(double b, double q, const AdaptiveTuning& t);
   void project(double b);
-  double whiten(double z, const AdaptiveTuning& t);
-  double evidence_cap() const;
+  double whiten(double z, double raw, const AdaptiveTuning& t);
+  double evidence_cap(double distance, const AdaptiveTuning& t) const;
   bool sudden(double z, const AdaptiveTuning& t) const;
   void restart(double b, const AdaptiveTuning& t);
   // A sample at batch b ended: the level is measured there, as well as it now is.
@@ -146,6 +146,8 @@ class LineEstimate {
   double a_ = 0.0, c_ = 0.0;                 // the line
   double paa_ = 0.0, pac_ = 0.0, pcc_ = 0.0;  // its covariance
   double noise_ = 0.0;                        // relative noise (standard deviation)
+  double mean_sq_ = 0.0;                      // the residuals' mean square (relative), the prior left out
+  double counted_ = 0.0;                      // ... how many residuals it holds (at most 1 / speed_drift)
   double excess_ = 0.0;                       // mean of what the clip took off, relative
   double excess_before_up_ = 0.0, excess_before_down_ = 0.0;  // as persistence: before a run
   // Lag-1 autocorrelation of the residuals: E[z z_prev] / E[z^2]; and what
@@ -161,6 +163,7 @@ class LineEstimate {
     double corr = 0.0, zz = 1.0, zl = 0.0;
     double m1 = 0.0, m2 = 1.0, m3 = 0.0;
     double tail = 0.0;
+    double far = 0.0;  // ... beyond twice the clip
   };
   std::array<double, 2> limits(const AdaptiveTuning& t) const;
   Persistence persist_, before_up_, before_down_;
