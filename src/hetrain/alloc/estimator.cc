@@ -9,6 +9,12 @@
 namespace hetrain::alloc {
 namespace {
 
+// A sample this many clips out (6 sigma) is judged by how often the line's
+// noise throws one that far, not merely past the clip: the nearest such
+// distance that Gaussian noise never reaches (2e-9 of samples), so only a
+// heavy tail, once seen, holds a far sample back from being a change.
+constexpr double kFar = 2.0;
+
 // The fewest residuals that can raise a CUSUM alarm, each clipped at
 // clip_sigmas (3 with the tuning table's values).
 std::size_t fewest_to_alarm(const AdaptiveTuning& t) {
@@ -60,7 +66,7 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
   noise_ = t.prior_noise, mean_sq_ = 0.0, counted_ = 0.0;
   persist_ = Persistence{};
   persist_.tail = std::erfc(t.clip_sigmas / std::sqrt(2.0));  // the Gaussian design's share beyond the clip
-  persist_.far = std::erfc(2.0 * t.clip_sigmas / std::sqrt(2.0));  // ... and beyond twice it
+  persist_.far = std::erfc(kFar * t.clip_sigmas / std::sqrt(2.0));  // ... and beyond kFar times it
   before_up_ = before_down_ = persist_, last_z_ = 0.0;
   known_ = true;
   samples_ = 1;
@@ -136,7 +142,7 @@ double LineEstimate::whiten(double z, double raw, const AdaptiveTuning& t) {
   p.zz = (1.0 - w) * p.zz + w * z * z;
   p.zl = (1.0 - w) * p.zl + w * z * last_z_;
   p.tail = (1.0 - w) * p.tail + w * (std::abs(z) >= t.clip_sigmas ? 1.0 : 0.0);
-  p.far = (1.0 - w) * p.far + w * (std::abs(raw) >= 2.0 * t.clip_sigmas ? 1.0 : 0.0);
+  p.far = (1.0 - w) * p.far + w * (std::abs(raw) >= kFar * t.clip_sigmas ? 1.0 : 0.0);
   p.corr = p.zz > 0.0 ? std::clamp(p.zl / p.zz, 0.0, 1.0 - 2.0 * t.speed_drift) : 0.0;
   last_z_ = z;
   const double x = std::clamp(e, -t.clip_sigmas, t.clip_sigmas);
@@ -210,7 +216,7 @@ void LineEstimate::restart(double b, const AdaptiveTuning& t) {
 // held to the share the noise throws that far: a timer's rare 20% outlier
 // says nothing against a worker now 4x slower.
 double LineEstimate::evidence_cap(double distance, const AdaptiveTuning& t) const {
-  const double share = std::abs(distance) >= 2.0 * t.clip_sigmas ? persist_.far : persist_.tail;
+  const double share = std::abs(distance) >= kFar * t.clip_sigmas ? persist_.far : persist_.tail;
   const double eps = std::clamp(share, 1e-12, 0.5);
   return std::log((1.0 - eps) / eps);
 }

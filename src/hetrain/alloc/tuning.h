@@ -34,7 +34,8 @@ struct AdaptiveTuning {
   // observed, so an idle worker is probed again (estimator.h).
   double speed_drift = 0.01;
   // Relative noise of a time before any is measured (a shared host's first
-  // steps scatter this much); it counts as one residual in the noise's mean.
+  // steps scatter this much); it counts as one residual in the noise's mean,
+  // on a log scale (estimator.cc).
   double prior_noise = 0.1;
   // The noise floor: timers and the scheduler jitter by this much (relative).
   double min_noise = 0.005;
