@@ -110,6 +110,25 @@ TEST(LineEstimate, OnAQuietLineFollowsASlowdownAndARecoveryAtTheirFirstSample) {
   EXPECT_LE(steps_to_follow(1.3 * 0.32), 4);  // 10 standard deviations: the CUSUM's
 }
 
+TEST(LineEstimate, ANoiseThatOftenPassesTheClipButNeverFarHoldsNoFarSampleBack) {
+  // 2% noise, and every 20th sample 12% slow: a twentieth of the samples
+  // land past the 3-sigma clip (no one of them is a change), none past
+  // twice it. A 4x slowdown, tens of standard deviations out, is further
+  // than this noise ever throws: a change at its first sample, as on a
+  // quiet line (judged by the share past the clip alone, with the noise
+  // measured as it is, it waited for the CUSUM's third).
+  LineEstimate l;
+  std::size_t changes = 0;
+  for (int i = 0; i < 200; ++i) {
+    l.drift(kTuning);
+    changes += l.observe(32.0, 0.32 * (i % 20 == 19 ? 1.12 : (i % 2 == 0 ? 1.02 : 0.98)), kTuning) ? 1 : 0;
+  }
+  EXPECT_LE(changes, 2u);  // the first slow sample or two, before the line has seen any
+  l.drift(kTuning);
+  EXPECT_TRUE(l.observe(32.0, 4 * 0.32, kTuning));
+  EXPECT_NEAR(l.predict(32.0), 4 * 0.32, 0.1 * 4 * 0.32);
+}
+
 TEST(LineEstimate, UncertaintyGrowsWhileUnobservedAndARareSampleIsBelieved) {
   LineEstimate l;
   for (int i = 0; i < 30; ++i) l.drift(kTuning), l.observe(1.0, 0.4, kTuning);
