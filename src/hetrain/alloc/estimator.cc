@@ -142,7 +142,12 @@ double LineEstimate::whiten(double z, double raw, const AdaptiveTuning& t) {
   p.zz = (1.0 - w) * p.zz + w * z * z;
   p.zl = (1.0 - w) * p.zl + w * z * last_z_;
   p.tail = (1.0 - w) * p.tail + w * (std::abs(z) >= t.clip_sigmas ? 1.0 : 0.0);
-  p.far = (1.0 - w) * p.far + w * (std::abs(raw) >= kFar * t.clip_sigmas ? 1.0 : 0.0);
+  // How often it throws a sample far out is a rare event's rate, and needs
+  // as many samples as its rarity: a mean over the line's whole life (the
+  // others forget at the drift's rate; with them it let the same heavy tail
+  // raise an alarm again some hundred samples after each far sample).
+  const double life = 1.0 / static_cast<double>(samples_ + 1);
+  p.far = (1.0 - life) * p.far + life * (std::abs(raw) >= kFar * t.clip_sigmas ? 1.0 : 0.0);
   p.corr = p.zz > 0.0 ? std::clamp(p.zl / p.zz, 0.0, 1.0 - 2.0 * t.speed_drift) : 0.0;
   last_z_ = z;
   const double x = std::clamp(e, -t.clip_sigmas, t.clip_sigmas);

@@ -163,7 +163,7 @@ class LineEstimate {
     double corr = 0.0, zz = 1.0, zl = 0.0;
     double m1 = 0.0, m2 = 1.0, m3 = 0.0;
     double tail = 0.0;
-    double far = 0.0;  // ... beyond twice the clip
+    double far = 0.0;  // ... beyond twice the clip, over the line's whole life
   };
   std::array<double, 2> limits(const AdaptiveTuning& t) const;
   Persistence persist_, before_up_, before_down_;
