@@ -104,7 +104,8 @@ void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
   const double r2 = std::max(0.0, (nu * nu - hph) / (y * y));
   const double r = noise_ * noise_ * y * y, told = r / (hph + r);
   counted_ = std::min(counted_ + told * told, 1.0 / t.speed_drift);
-  mean_sq_ += told * told / counted_ * (r2 - mean_sq_);
+  const double w = counted_ > 0.0 ? told * told / counted_ : 0.0;  // this residual's weight in the means
+  mean_sq_ += w * (r2 - mean_sq_);
   // The prior counts as one residual on a log scale: the noise's scale is
   // unknown over orders of magnitude (a timer's 0.5% to a shared host's
   // 30%). In a plain mean a 10% prior outweighs a hundred residuals of 1%
@@ -115,7 +116,6 @@ void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
   // What the clip took off, relative (a mean of the same residuals, weighted
   // alike): under one-sided noise (spikes, a host's bursts) the mean time
   // exceeds the clipped level by its mean.
-  const double w = told * told / counted_;
   excess_ = (1.0 - w) * excess_ + w * ((q - y) - nu) / y;
 }
 
