@@ -9,10 +9,8 @@
 namespace hetrain::alloc {
 namespace {
 
-// A sample this many clips out (6 sigma) is judged by how often the line's
-// noise throws one that far, not merely past the clip: the nearest such
-// distance that Gaussian noise never reaches (2e-9 of samples), so only a
-// heavy tail, once seen, holds a far sample back from being a change.
+// A sample this many clips out (6 sigma, which Gaussian noise never reaches)
+// is judged by how often the line's noise has thrown one that far.
 constexpr double kFar = 2.0;
 
 // The fewest residuals that can raise a CUSUM alarm, each clipped at
@@ -142,10 +140,9 @@ double LineEstimate::whiten(double z, double raw, const AdaptiveTuning& t) {
   p.zz = (1.0 - w) * p.zz + w * z * z;
   p.zl = (1.0 - w) * p.zl + w * z * last_z_;
   p.tail = (1.0 - w) * p.tail + w * (std::abs(z) >= t.clip_sigmas ? 1.0 : 0.0);
-  // How often it throws a sample far out is a rare event's rate, and needs
-  // as many samples as its rarity: a mean over the line's whole life (the
-  // others forget at the drift's rate; with them it let the same heavy tail
-  // raise an alarm again some hundred samples after each far sample).
+  // A far sample's rate is a rare event's: a mean over the line's whole life
+  // (forgetting as the others do, a heavy tail raised an alarm again some
+  // hundred samples after each far sample).
   const double life = 1.0 / static_cast<double>(samples_ + 1);
   p.far = (1.0 - life) * p.far + life * (std::abs(raw) >= kFar * t.clip_sigmas ? 1.0 : 0.0);
   p.corr = p.zz > 0.0 ? std::clamp(p.zl / p.zz, 0.0, 1.0 - 2.0 * t.speed_drift) : 0.0;
