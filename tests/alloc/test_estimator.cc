@@ -124,8 +124,8 @@ TEST(LineEstimate, OnAQuietLineFollowsASlowdownAndARecoveryAtTheirFirstSample) {
 
 TEST(LineEstimate, ANoiseThatOftenPassesTheClipButNeverFarHoldsNoFarSampleBack) {
   // 2% noise, and every 20th sample 12% slow: a twentieth of the samples
-  // land past the 3-sigma clip (no one of them is a change), none past
-  // twice it. A 4x slowdown, tens of standard deviations out, is further
+  // land past the 3-sigma clip, and once the noise is known none past twice
+  // it. A 4x slowdown, tens of standard deviations out, is further
   // than this noise ever throws: a change at its first sample, as on a
   // quiet line (judged by the share past the clip alone, with the noise
   // measured as it is, it waited for the CUSUM's third).
