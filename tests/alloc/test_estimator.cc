@@ -72,7 +72,9 @@ TEST(LineEstimate, WhereTheNoiseOftenThrowsSamplesFarOutOneSampleIsNoChange) {
   // e^6 is about 400): no spike raises an alarm alone, and the level holds.
   LineEstimate l;
   const std::size_t changes = feed_with_outliers(l, 400, 50, 10.0, [&](int i) {
-    if (i >= 100) EXPECT_LT(l.predict(32.0), 0.32 * 1.15) << "step " << i;
+    if (i >= 100) {
+      EXPECT_LT(l.predict(32.0), 0.32 * 1.15) << "step " << i;
+    }
   });
   EXPECT_LE(changes, 2u);  // the first spike or two, before the line has seen any
 }

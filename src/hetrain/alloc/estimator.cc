@@ -62,6 +62,7 @@ void LineEstimate::start(double b, double q, const AdaptiveTuning& t) {
   a_ = 0.0, c_ = q / b;
   paa_ = sa2, pac_ = -sa2 / b, pcc_ = (sa2 + sy2) / (b * b);
   noise_ = t.prior_noise, mean_sq_ = 0.0, counted_ = 0.0;
+  log_prior2_ = std::log(t.prior_noise * t.prior_noise);
   persist_ = Persistence{};
   persist_.tail = std::erfc(t.clip_sigmas / std::sqrt(2.0));  // the Gaussian design's share beyond the clip
   persist_.far = std::erfc(kFar * t.clip_sigmas / std::sqrt(2.0));  // ... and beyond kFar times it
@@ -108,8 +109,8 @@ void LineEstimate::update(double b, double q, const AdaptiveTuning& t) {
   // unknown over orders of magnitude (a timer's 0.5% to a shared host's
   // 30%). In a plain mean a 10% prior outweighs a hundred residuals of 1%
   // noise, and two workers 25% apart stayed one unit for tens of steps.
-  const double floor2 = t.min_noise * t.min_noise, prior2 = t.prior_noise * t.prior_noise;
-  const double log2 = (std::log(prior2) + counted_ * std::log(std::max(mean_sq_, floor2))) / (1.0 + counted_);
+  const double floor2 = t.min_noise * t.min_noise;
+  const double log2 = (log_prior2_ + counted_ * std::log(std::max(mean_sq_, floor2))) / (1.0 + counted_);
   noise_ = std::max(t.min_noise, std::exp(0.5 * log2));
   // What the clip took off, relative (a mean of the same residuals, weighted
   // alike): under one-sided noise (spikes, a host's bursts) the mean time
@@ -367,12 +368,12 @@ bool Estimator::observe(const std::vector<WorkerSample>& samples) {
     const bool wait = observe_wait(i, s);
     changed = changed || cpu || wait;
   }
+  all_known_ = all_known();  // latched: no pass over the lines once true
   return changed;
 }
 
 // Time off the CPU comes and goes (an emulated slowdown, a device): a worker
-// that starts or stops sleeping has changed. A worker that never sleeps has
-// no line (none is planned).
+// that starts or stops sleeping has changed; one that never sleeps has none.
 bool Estimator::observe_wait(std::size_t i, const WorkerSample& s) {
   if (!(s.batch > 0.0) || s.wait < 0.0) return false;
   const bool had = wait_[i].known();
@@ -393,7 +394,7 @@ bool Estimator::settled(std::size_t i) const {
 }
 
 bool Estimator::all_known() const {
-  return std::all_of(wall_.begin(), wall_.end(), [](const LineEstimate& l) { return l.known(); });
+  return all_known_ || std::all_of(wall_.begin(), wall_.end(), [](const LineEstimate& l) { return l.known(); });
 }
 
 }  // namespace hetrain::alloc

@@ -146,10 +146,14 @@ class LineEstimate {
   double a_ = 0.0, c_ = 0.0;                 // the line
   double paa_ = 0.0, pac_ = 0.0, pcc_ = 0.0;  // its covariance
   double noise_ = 0.0;                        // relative noise (standard deviation)
-  double mean_sq_ = 0.0;                      // the residuals' mean square (relative), the prior left out
-  double counted_ = 0.0;                      // ... how many residuals it holds (at most 1 / speed_drift)
-  double excess_ = 0.0;                       // mean of what the clip took off, relative
   double excess_before_up_ = 0.0, excess_before_down_ = 0.0;  // as persistence: before a run
+  double measured_error_ = 0.0;               // level_error() just after the last sample
+  double shift_ = 0.0;                        // the last change's shift (log)
+  double reach_ = 0.0;                        // its size / clip_sigmas, while on test
+  double pending_ = 0.0;                      // the CUSUM's run's shift (log) x its progress to an alarm
+  double last_batch_ = 1.0;                   // the batch of the last sample
+  // (Above, and persist_.corr: what a plan reads of every worker at every
+  // step, kept in the object's first cache lines.)
   // Lag-1 autocorrelation of the residuals: E[z z_prev] / E[z^2]; and what
   // it was when each CUSUM side last stood at zero (a change's residuals are
   // a shift, not persistent noise: an alarm rolls them back).
@@ -167,6 +171,10 @@ class LineEstimate {
   };
   std::array<double, 2> limits(const AdaptiveTuning& t) const;
   Persistence persist_, before_up_, before_down_;
+  double mean_sq_ = 0.0;                      // the residuals' mean square (relative), the prior left out
+  double counted_ = 0.0;                      // ... how many residuals it holds (at most 1 / speed_drift)
+  double log_prior2_ = 0.0;                   // log(prior_noise^2), kept: a log per sample is a tenth of the update
+  double excess_ = 0.0;                       // mean of what the clip took off, relative
   // The line before the last change, while the change is on test (restored
   // if the test rejects it: then the samples of the alarm's run were noise,
   // and what they taught the noise's excess and persistence stands).
@@ -179,12 +187,7 @@ class LineEstimate {
   double last_z_ = 0.0;                       // the previous standardized residual
   std::array<double, kRecent> recent_{};      // ring of log(measured / predicted)
   std::size_t recent_n_ = 0;                  // samples written to the ring
-  double last_batch_ = 1.0;                   // the batch of the last sample
-  double measured_error_ = 0.0;               // level_error() just after the last sample
-  double shift_ = 0.0;                        // the last change's shift (log)
-  double reach_ = 0.0;                        // its size / clip_sigmas, while on test
-  double pending_ = 0.0;                      // the CUSUM's run's shift (log) x its progress to an alarm
-  std::size_t since_change_ = 0;              // samples since it
+  std::size_t since_change_ = 0;              // samples since the last change
   // Samples after a change that can refute it but not confirm it: a change
   // raised by fewer samples than a CUSUM needs (one sudden sample) is not
   // believed before a CUSUM could have raised it (its twins, whose noise let
@@ -231,6 +234,9 @@ class Estimator {
   AdaptiveTuning tuning_;
   std::vector<LineEstimate> wall_, cpu_, wait_;
   std::vector<bool> on_cpu_;
+  // Every compute line is known (one never becomes unknown again): kept, as
+  // a pass over every worker's line at every step costs a cache miss each.
+  bool all_known_ = false;
 };
 
 }  // namespace hetrain::alloc

@@ -48,9 +48,8 @@ class Grouper {
 
  private:
   struct Segment;
-  double share(const std::vector<Segment>& s, std::size_t left, const std::vector<GroupKey>& keys,
-               const std::vector<std::size_t>& order) const;
-  void mark_held(const std::vector<std::size_t>& order, const std::vector<GroupKey>& keys);
+  double share(const std::vector<Segment>& s, std::size_t left, const std::vector<std::size_t>& klass_at) const;
+  void mark_held(const std::vector<std::size_t>& order, const std::vector<std::size_t>& klass_at);
   AdaptiveTuning tuning_;
   std::vector<std::size_t> previous_;  // the last call's units (empty: none)
   // Working space of one call: the merge queue's buckets (kept to reuse their

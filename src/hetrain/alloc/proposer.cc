@@ -96,7 +96,7 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     const bool waits = cpu && e.wait(i).known();
     const double on = cpu ? u.cpu(at) / u.cpus : t, off = waits ? u.wait(at) : 0.0;
     auto of_time = [&](double on_error, double off_error) {
-      return t > 0.0 ? std::hypot(on * on_error, off * off_error) / t : on_error;
+      return t > 0.0 ? std::sqrt(on * on_error * on * on_error + off * off_error * off * off_error) / t : on_error;
     };
     const double err = of_time(main.error(at), waits ? e.wait(i).error(at) : 0.0);
     double f = (1.0 + margin * w.noise()) * w.mean_factor();
