@@ -20,20 +20,10 @@ constexpr std::size_t kBuckets = 256;
 
 }  // namespace
 
-// A run [first, last] of positions in the sorted order.
-struct Grouper::Segment {
-  std::size_t first = 0, last = 0;
-  std::size_t prev = kNone, next = kNone;
-  double weight = 0.0, weighted_log = 0.0;  // sum of 1/e^2, and of log t / e^2
-  double reach = 0.0;                       // the largest of its members' reach
-  std::size_t version = 0;                  // bumped at every merge: stale queue entries are skipped
-  double level() const { return weighted_log / weight; }
-  double error() const { return 1.0 / std::sqrt(weight); }
-};
-
 // The gap between segment `left` and its right neighbour as a share of their
 // tolerance; infinite across classes.
-double Grouper::share(const std::vector<Segment>& s, std::size_t left, const std::vector<std::size_t>& klass_at) const {
+double Grouper::share(const std::vector<Segment>& s, std::size_t left,
+                      const std::vector<std::size_t>& klass_at) const {
   const Segment& a = s[left];
   const Segment& b = s[a.next];
   if (klass_at[a.last] != klass_at[b.first]) return std::numeric_limits<double>::infinity();
@@ -42,7 +32,8 @@ double Grouper::share(const std::vector<Segment>& s, std::size_t left, const std
   // std::hypot (a tenth of a large cluster's decision time).
   const double combined2 = 1.0 / a.weight + 1.0 / b.weight;
   const double tolerance =
-      held ? 2.0 * std::max(tuning_.alike, tuning_.clip_sigmas * std::sqrt(combined2 + a.reach * a.reach + b.reach * b.reach))
+      held ? 2.0 * std::max(tuning_.alike, tuning_.clip_sigmas *
+                                               std::sqrt(combined2 + a.reach * a.reach + b.reach * b.reach))
            : std::max(tuning_.alike, tuning_.clip_sigmas * std::sqrt(combined2));
   return (b.level() - a.level()) / tolerance;
 }
@@ -79,23 +70,32 @@ void Grouper::mark_held(const std::vector<std::size_t>& order, const std::vector
   for (std::size_t k = 0; k + 1 < n; ++k) held_[k] = (spanning += open[k]) > 0;
 }
 
+// order_: the ranks sorted by (class, time, rank), the keys copied beside
+// the ranks so the sort reads memory in order; klass_at_: each sorted
+// position's class (read there, in order, by every boundary's share: read
+// through the ranks they missed the cache).
+void Grouper::sort_keys(const std::vector<GroupKey>& keys) {
+  const std::size_t n = keys.size();
+  sorted_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) sorted_[i] = {keys[i].klass, keys[i].time, i};
+  std::sort(sorted_.begin(), sorted_.end());
+  order_.resize(n), klass_at_.resize(n);
+  for (std::size_t k = 0; k < n; ++k)
+    order_[k] = std::get<2>(sorted_[k]), klass_at_[k] = std::get<0>(sorted_[k]);
+}
+
 std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   const std::size_t n = keys.size();
-  // Sorted by (class, time, rank), the keys copied beside the ranks so the
-  // sort reads memory in order.
-  std::vector<std::tuple<std::size_t, double, std::size_t>> sorted(n);
-  for (std::size_t i = 0; i < n; ++i) sorted[i] = {keys[i].klass, keys[i].time, i};
-  std::sort(sorted.begin(), sorted.end());
-  // By sorted position: the rank and its class (read there, in order, by
-  // every boundary's share: read through the ranks they missed the cache).
-  std::vector<std::size_t> order(n), klass_at(n);
-  for (std::size_t k = 0; k < n; ++k) order[k] = std::get<2>(sorted[k]), klass_at[k] = std::get<0>(sorted[k]);
+  sort_keys(keys);
+  const std::vector<std::size_t>&order = order_, &klass_at = klass_at_;  // by sorted position
   mark_held(order, klass_at);
-  std::vector<Segment> seg(n);
+  auto& seg = seg_;
+  seg.resize(n);
   for (std::size_t k = 0; k < n; ++k) {
     const GroupKey& key = keys[order[k]];
     const double e = std::max(key.error, kMinError), w = 1.0 / (e * e);
-    seg[k] = {k, k, k == 0 ? kNone : k - 1, k + 1 < n ? k + 1 : kNone, w, w * std::log(key.time), key.reach, 0};
+    seg[k] = {k,         k, k == 0 ? kNone : k - 1, k + 1 < n ? k + 1 : kNone, w, w * std::log(key.time),
+              key.reach, 0};
   }
   // Boundaries by share, smallest first to a resolution of 1/kBuckets of the
   // tolerance (a bucket queue: O(N + kBuckets) where a heap was O(N log N));
@@ -107,7 +107,9 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   auto push = [&](std::size_t left, std::size_t at_least) {
     if (left == kNone || seg[left].next == kNone) return;
     const double r = share(seg, left, klass_at);
-    if (r <= 1.0) buckets_[std::max(at_least, bucket_of(r))].push_back({left, seg[left].version, seg[seg[left].next].version});
+    if (r <= 1.0)
+      buckets_[std::max(at_least, bucket_of(r))].push_back(
+          {left, seg[left].version, seg[seg[left].next].version});
   };
   for (std::size_t k = 0; k + 1 < n; ++k) push(k, 0);
   for (std::size_t b = 0; b <= kBuckets; ++b) {
@@ -116,7 +118,8 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
       Segment& a = seg[left];
       if (a.version != lv || a.next == kNone || seg[a.next].version != rv) continue;
       Segment& c = seg[a.next];
-      a.last = c.last, a.weight += c.weight, a.weighted_log += c.weighted_log, a.reach = std::max(a.reach, c.reach);
+      a.last = c.last, a.weight += c.weight, a.weighted_log += c.weighted_log,
+      a.reach = std::max(a.reach, c.reach);
       a.next = c.next, ++a.version, ++c.version;
       if (a.next != kNone) seg[a.next].prev = left;
       push(a.prev, b), push(left, b);

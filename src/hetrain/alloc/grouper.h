@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cstddef>
+#include <tuple>
 #include <vector>
 
 #include "hetrain/alloc/tuning.h"
@@ -33,10 +34,10 @@
 namespace hetrain::alloc {
 
 struct GroupKey {
-  double time = 0.0;        // planned seconds per sample at the typical batch (> 0)
-  double error = 0.0;       // its relative standard error
-  std::size_t klass = 0;    // workers of different classes are never alike
-  double reach = 0.0;       // how far its level may have been a moment ago (a fresh change's, estimator.h)
+  double time = 0.0;      // planned seconds per sample at the typical batch (> 0)
+  double error = 0.0;     // its relative standard error
+  std::size_t klass = 0;  // workers of different classes are never alike
+  double reach = 0.0;     // how far its level may have been a moment ago (a fresh change's, estimator.h)
 };
 
 class Grouper {
@@ -47,14 +48,29 @@ class Grouper {
   const std::vector<std::size_t>& last() const { return previous_; }
 
  private:
-  struct Segment;
-  double share(const std::vector<Segment>& s, std::size_t left, const std::vector<std::size_t>& klass_at) const;
+  // A run [first, last] of positions in the sorted order.
+  struct Segment {
+    std::size_t first = 0, last = 0;
+    std::size_t prev = 0, next = 0;
+    double weight = 0.0, weighted_log = 0.0;  // sum of 1/e^2, and of log t / e^2
+    double reach = 0.0;                       // the largest of its members' reach
+    std::size_t version = 0;                  // bumped at every merge: stale queue entries are skipped
+    double level() const { return weighted_log / weight; }
+  };
+  double share(const std::vector<Segment>& s, std::size_t left,
+               const std::vector<std::size_t>& klass_at) const;
+  void sort_keys(const std::vector<GroupKey>& keys);
   void mark_held(const std::vector<std::size_t>& order, const std::vector<std::size_t>& klass_at);
   AdaptiveTuning tuning_;
   std::vector<std::size_t> previous_;  // the last call's units (empty: none)
-  // Working space of one call: the merge queue's buckets (kept to reuse their
-  // memory) and, by sorted position, whether the boundary after it is held.
+  // Working space of one call, kept to reuse its memory (at 100,000 workers
+  // a fresh allocation each step is pages the kernel maps and zeroes): the
+  // merge queue's buckets, the sort, and by sorted position the segments,
+  // each position's rank and class, and whether the boundary after it is held.
   std::vector<std::vector<std::array<std::size_t, 3>>> buckets_;
+  std::vector<std::tuple<std::size_t, double, std::size_t>> sorted_;
+  std::vector<Segment> seg_;
+  std::vector<std::size_t> order_, klass_at_;
   std::vector<bool> held_;
 };
 
