@@ -98,6 +98,9 @@ HostCostModel::HostCostModel(std::vector<std::size_t> unit_of, std::vector<HostU
     }
   }
   for (auto& host : by_host_) order_by_tier(host);
+  workers_by_host_.resize(cores_.size());
+  for (std::size_t i = 0; i < workers(); ++i)
+    if (const std::size_t h = units_[this->unit_of(i)].host; h != kNoHost) workers_by_host_[h].push_back(i);
 }
 
 // Sorts one host's units by their tier's mean CPU-seconds per sample (members
@@ -174,25 +177,22 @@ double HostCostModel::upper_time(double total) const {
 
 std::vector<double> HostCostModel::finish_times(const std::vector<std::size_t>& split) const {
   std::vector<double> finish(split.size(), 0.0);
-  std::vector<std::vector<std::size_t>> members(cores_.size());
   for (std::size_t i = 0; i < split.size(); ++i) {
     const HostUnit& u = units_[unit_of(i)];
     const auto b = static_cast<double>(split[i]);
-    if (u.host != kNoHost) {
-      members[u.host].push_back(i);
-    } else if (b > 0.0) {
-      finish[i] = u.wall_overhead + b * u.wall_per_sample;
-    }
+    if (u.host == kNoHost && b > 0.0) finish[i] = u.wall_overhead + b * u.wall_per_sample;
   }
+  std::vector<double> work, cap;  // one host's, reused: a decision prices splits of every host several times
   for (std::size_t h = 0; h < cores_.size(); ++h) {
-    std::vector<double> work, cap;
-    for (const std::size_t i : members[h]) {
+    const std::vector<std::size_t>& members = workers_by_host_[h];
+    work.clear(), cap.clear();
+    for (const std::size_t i : members) {
       work.push_back(units_[unit_of(i)].cpu(static_cast<double>(split[i])));
       cap.push_back(units_[unit_of(i)].cpus);
     }
     const std::vector<double> done = share_cores(work, cap, cores_[h]);
-    for (std::size_t k = 0; k < members[h].size(); ++k) {
-      const std::size_t i = members[h][k];
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const std::size_t i = members[k];
       const auto b = static_cast<double>(split[i]);
       finish[i] = b > 0.0 ? done[k] + units_[unit_of(i)].wait(b) : 0.0;
     }

@@ -58,6 +58,7 @@ class HostCostModel final : public StepCostModel {
   std::vector<std::vector<std::size_t>> by_host_;  // each host's units, cheapest tier first
   std::vector<std::size_t> tier_;                  // each unit's tier (kOwnTier resolved)
   std::vector<std::size_t> devices_;               // units off any host
+  std::vector<std::vector<std::size_t>> workers_by_host_;  // each host's workers, by rank
 };
 
 // Max-min fair processor sharing on one host of `cores` CPUs: every worker
