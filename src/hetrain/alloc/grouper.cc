@@ -87,15 +87,15 @@ void Grouper::sort_keys(const std::vector<GroupKey>& keys) {
 std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   const std::size_t n = keys.size();
   sort_keys(keys);
-  const std::vector<std::size_t>&order = order_, &klass_at = klass_at_;  // by sorted position
+  const std::vector<std::size_t>& order = order_;  // by sorted position: the rank
+  const std::vector<std::size_t>& klass_at = klass_at_;  // ... and its class
   mark_held(order, klass_at);
   auto& seg = seg_;
   seg.resize(n);
   for (std::size_t k = 0; k < n; ++k) {
     const GroupKey& key = keys[order[k]];
     const double e = std::max(key.error, kMinError), w = 1.0 / (e * e);
-    seg[k] = {k,         k, k == 0 ? kNone : k - 1, k + 1 < n ? k + 1 : kNone, w, w * std::log(key.time),
-              key.reach, 0};
+    seg[k] = {k, k, k == 0 ? kNone : k - 1, k + 1 < n ? k + 1 : kNone, w, w * std::log(key.time), key.reach, 0};
   }
   // Boundaries by share, smallest first to a resolution of 1/kBuckets of the
   // tolerance (a bucket queue: O(N + kBuckets) where a heap was O(N log N));
@@ -107,9 +107,7 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   auto push = [&](std::size_t left, std::size_t at_least) {
     if (left == kNone || seg[left].next == kNone) return;
     const double r = share(seg, left, klass_at);
-    if (r <= 1.0)
-      buckets_[std::max(at_least, bucket_of(r))].push_back(
-          {left, seg[left].version, seg[seg[left].next].version});
+    if (r <= 1.0) buckets_[std::max(at_least, bucket_of(r))].push_back({left, seg[left].version, seg[seg[left].next].version});
   };
   for (std::size_t k = 0; k + 1 < n; ++k) push(k, 0);
   for (std::size_t b = 0; b <= kBuckets; ++b) {
@@ -118,8 +116,7 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
       Segment& a = seg[left];
       if (a.version != lv || a.next == kNone || seg[a.next].version != rv) continue;
       Segment& c = seg[a.next];
-      a.last = c.last, a.weight += c.weight, a.weighted_log += c.weighted_log,
-      a.reach = std::max(a.reach, c.reach);
+      a.last = c.last, a.weight += c.weight, a.weighted_log += c.weighted_log, a.reach = std::max(a.reach, c.reach);
       a.next = c.next, ++a.version, ++c.version;
       if (a.next != kNone) seg[a.next].prev = left;
       push(a.prev, b), push(left, b);
