@@ -368,7 +368,6 @@ bool Estimator::observe(const std::vector<WorkerSample>& samples) {
     const bool wait = observe_wait(i, s);
     changed = changed || cpu || wait;
   }
-  all_known_ = all_known();  // latched: no pass over the lines once true
   return changed;
 }
 
@@ -394,7 +393,7 @@ bool Estimator::settled(std::size_t i) const {
 }
 
 bool Estimator::all_known() const {
-  return all_known_ || std::all_of(wall_.begin(), wall_.end(), [](const LineEstimate& l) { return l.known(); });
+  return std::all_of(wall_.begin(), wall_.end(), [](const LineEstimate& l) { return l.known(); });
 }
 
 }  // namespace hetrain::alloc

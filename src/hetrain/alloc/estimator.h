@@ -234,9 +234,6 @@ class Estimator {
   AdaptiveTuning tuning_;
   std::vector<LineEstimate> wall_, cpu_, wait_;
   std::vector<bool> on_cpu_;
-  // Every compute line is known (one never becomes unknown again): kept, as
-  // a pass over every worker's line at every step costs a cache miss each.
-  bool all_known_ = false;
 };
 
 }  // namespace hetrain::alloc
