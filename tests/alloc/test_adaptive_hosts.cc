@@ -26,12 +26,13 @@ struct SharedHost {
   std::vector<double> cpu, wait;
   double cores = 2.0, noise = 0.02;
   double cpu_noise = 0.0;  // further scatter of the measured CPU-seconds alone (relative)
+  double overhead = 0.0;   // CPU-seconds per step of a worker holding samples
   std::mt19937_64 rng{3};
   double previous = 0.0, modeled = 0.0;
   Observation step(const Split& split) {
     const std::size_t n = split.size();
     std::vector<double> work(n), finish(n, 0.0);
-    for (std::size_t i = 0; i < n; ++i) work[i] = static_cast<double>(split[i]) * cpu[i];
+    for (std::size_t i = 0; i < n; ++i) work[i] = split[i] > 0 ? overhead + static_cast<double>(split[i]) * cpu[i] : 0.0;
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a] < work[b]; });
@@ -151,6 +152,71 @@ TEST(AdaptiveOnHosts, AnEarlyOutlierDoesNotLeaveASlowdownAtTheEqualSplit) {
       if (s >= 16 && p->split() == Split{128, 128, 128, 128}) ++equal_steps;
     }
     EXPECT_LT(equal_steps, 8) << "seed " << seed;
+  }
+}
+
+// The benchmark's identical row (4 cnn workers on the 2 cores, 256 samples):
+// in one repetition the first measured step's CPU time was 35-55% high on
+// two workers, the first decision (every line one sample) set them apart
+// and they stayed at one sample each. `overhead` CPU-seconds per step make
+// that split cheaper or not.
+struct BurstOnTwoFirstSamples {
+  SharedHost host;
+  std::unique_ptr<Policy> policy;
+  BurstOnTwoFirstSamples(std::uint64_t seed, double overhead)
+      : host{std::vector<double>(4, 0.00023), std::vector<double>(4, 0.0)},
+        policy(adaptive(4, 256, one_host(4, 2.0))) {
+    host.noise = 0.1, host.cpu_noise = 0.1, host.overhead = overhead, host.rng.seed(seed);
+  }
+  void step(int s) {
+    Observation o = host.step(policy->split());
+    if (s == 1) {
+      o.cpu_seconds[1] *= 1.45, o.compute_seconds[1] *= 1.45;
+      o.cpu_seconds[2] *= 1.5, o.compute_seconds[2] *= 1.5;
+    }
+    policy->observe(o);
+  }
+};
+
+TEST(AdaptiveOnHosts, IdenticalWorkersPartedByAFirstSampleInABurstAreEvenAgainWhereNothingIsSaved) {
+  // No per-step overhead: a split of the host's CPU among identical workers
+  // costs the same however it is made, so a first decision on bursty first
+  // samples may part them (it does in most of these seeds) but their next
+  // samples, at any batch, show one cost per sample and they are one unit.
+  std::size_t parted = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    BurstOnTwoFirstSamples w(seed, 0.0);
+    for (int s = 0; s < 60; ++s) {
+      w.step(s);
+      const Split now = w.policy->split();
+      const auto [lo, hi] = std::minmax_element(now.begin(), now.end());
+      if (s == 1 && *hi - *lo > 1) ++parted;
+      if (s >= 5) {
+        EXPECT_LE(*hi - *lo, 1u) << "seed " << seed << " step " << s << ": " << ::testing::PrintToString(now);
+      }
+    }
+  }
+  EXPECT_GT(parted, 0u);  // else the burst parted no one and this tests nothing
+}
+
+TEST(AdaptiveOnHosts, WithAPerStepCpuOverheadABurstOnFirstSamplesCostsNoMoreThanAMoveIsWorth) {
+  // 2 ms of CPU per step for each worker holding samples: two workers at 128
+  // each on the 2 cores take 31.4 ms a step, four at 64 take 33.4 ms, and
+  // 85, 85, 85 and 1 take 33.4 ms too (the one-sample worker still pays its
+  // overhead). Parted by the burst, the policy may stay parted (two of these
+  // seeds hold one worker at one sample to the end: docs/allocation.md,
+  // "Known limits", an overhead mistaken for a per-sample cost), but never
+  // at a cost: over the run no slower than equal by more than a move is
+  // worth (min_gain; a probe of an idle worker costs a step a little).
+  const double equal = 0.5 * 4.0 * (0.002 + 64.0 * 0.00023);
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    BurstOnTwoFirstSamples w(seed, 0.002);
+    double sum = 0.0;
+    for (int s = 0; s < 60; ++s) {
+      w.step(s);
+      if (s >= 10) sum += w.host.modeled;
+    }
+    EXPECT_LE(sum / 50.0, 1.01 * equal) << "seed " << seed;
   }
 }
 
