@@ -96,11 +96,13 @@ void AdaptivePolicy::learn(const Observation& obs) {
 }
 
 void AdaptivePolicy::judge_trial() {
+  const bool checking = control_.state() == TrialState::kCheck;
   switch (control_.verdict()) {
     case Verdict::kKeep:
       incumbent_ = split_;
       break;
     case Verdict::kRevert:
+      if (checking) incumbent_ = previous_;  // a move taken untested, shown to harm
       split_ = incumbent_;
       ++stats_.reverts;
       break;
@@ -146,6 +148,9 @@ void AdaptivePolicy::decide(std::size_t step) {
   const bool judged = control_.steps_to_show(gain) <= static_cast<double>(tuning_.max_trial_steps);
   if (!judged && !(gain > p.error * p.now / (p.now + rest))) return;
   switch (control_.consider(gain, p.split, step)) {
+    case Action::kChecked:
+      previous_ = incumbent_;
+      [[fallthrough]];
     case Action::kMove:
       incumbent_ = split_ = p.split;
       ++stats_.moves;

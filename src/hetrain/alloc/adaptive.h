@@ -56,6 +56,7 @@ class AdaptivePolicy final : public Policy {
   TrialController control_;
   std::vector<std::size_t> split_;      // the next step's: the trial's, else the incumbent
   std::vector<std::size_t> incumbent_;  // the split kept
+  std::vector<std::size_t> previous_;   // the split a move on test replaced (TrialState::kCheck)
   std::vector<std::size_t> last_split_;  // the split of the step observed last
   std::vector<WorkerSample> samples_;    // observe()'s working space
   bool last_full_ = false;               // ... whether it held the whole global batch

@@ -30,10 +30,35 @@ void TrialController::ready() {
 
 bool TrialController::incumbent_time(double seconds, double rest) {
   timed_ = true;
+  if (state_ == TrialState::kCheck) check_.add(seconds);
   if (!incumbent_.add(seconds, rest, tuning_)) return false;
   changed();
   incumbent_.add(seconds, rest, tuning_);
   return true;
+}
+
+MeanTest::MeanTest(const StepLog& reference, double null, double alt, const AdaptiveTuning& t)
+    : mean_(reference.mean()),
+      noise_(std::max(reference.size() > 0 ? reference.noise() : t.prior_noise, t.min_noise)),
+      m_(static_cast<double>(std::max<std::size_t>(reference.size(), 1))),
+      null_(null),
+      alt_(alt),
+      clip_(t.clip_sigmas * noise_) {}
+
+double MeanTest::variance(std::size_t n) const {
+  return noise_ * noise_ * (1.0 / static_cast<double>(std::max<std::size_t>(n, 1)) + 1.0 / m_);
+}
+
+void MeanTest::add(double seconds) {
+  sum_ += std::clamp(std::log(seconds) - mean_, std::min(null_, alt_) - clip_, std::max(null_, alt_) + clip_);
+  ++n_;
+}
+
+// log N(d; alt, v) - log N(d; null, v), d the mean difference.
+double MeanTest::evidence() const {
+  if (n_ == 0) return 0.0;
+  const double d = sum_ / static_cast<double>(n_);
+  return (alt_ - null_) * (d - 0.5 * (alt_ + null_)) / variance(n_);
 }
 
 double TrialController::sigma_difference() const {
@@ -65,8 +90,19 @@ Action TrialController::consider(double gain, const std::vector<std::size_t>& pr
       incumbent_.size() > 0 && steps_to_show(gain) <= static_cast<double>(tuning_.max_trial_steps);
   if (!resolvable) {
     if (!trusted_) return Action::kNone;
+    if (incumbent_.size() == 0) return Action::kMove;  // no step times: nothing to check against
+    // Taken on the model's word, checked against the split it replaces: the
+    // predicted gain against the least harm whose evidence reaches the
+    // revert bound A in max_trial_steps times on average (h^2 / (2 v) = A).
+    state_ = TrialState::kCheck;
+    before_ = incumbent_;
     incumbent_.clear();  // a new split: its own times from now on
-    return Action::kMove;
+    const double g = -std::log1p(-std::min(gain, 0.999));
+    const double a = std::log((1.0 - tuning_.false_keep) / tuning_.false_revert);
+    const double v = MeanTest(before_, -g, 0.0, tuning_).variance(tuning_.max_trial_steps);
+    check_ = MeanTest(before_, -g, std::sqrt(2.0 * a * v), tuning_);
+    started_ = step;
+    return Action::kChecked;
   }
   if (step < next_trial_) return Action::kNone;
   state_ = TrialState::kTrial;
@@ -93,7 +129,36 @@ void TrialController::trial_time(double seconds, double rest) {
   ++judged_;
 }
 
+// A harm shown is a revert (the model was wrong: as a trial's revert);
+// undecided after max_trial_steps, the sign of the evidence decides, as a
+// trial's does.
+Verdict TrialController::check_verdict() {
+  const double harm_at = std::log((1.0 - tuning_.false_keep) / tuning_.false_revert);
+  const double fine_at = std::log(tuning_.false_keep / (1.0 - tuning_.false_revert));
+  const bool last = check_.size() >= tuning_.max_trial_steps;
+  const double evidence = check_.evidence();
+  if (evidence >= harm_at || (last && evidence > 0.0)) {
+    incumbent_ = before_;  // the replaced split's times hold again
+    state_ = TrialState::kSteady;
+    reverted(started_);
+    return Verdict::kRevert;
+  }
+  if (evidence > fine_at && !last) return Verdict::kUndecided;
+  state_ = TrialState::kSteady;
+  return Verdict::kKeep;
+}
+
+// The model was wrong: untrusted until a change; after r reverts in a row the
+// next trial waits max_trial_steps x 2^(r-1) from `from` (losing trials take a
+// shrinking share of the steps).
+void TrialController::reverted(std::size_t from) {
+  trusted_ = false;
+  ++rejections_;
+  next_trial_ = from + (tuning_.max_trial_steps << std::min<std::size_t>(rejections_ - 1, 30));
+}
+
 Verdict TrialController::verdict() {
+  if (state_ == TrialState::kCheck) return check_verdict();
   if (state_ != TrialState::kTrial) return Verdict::kUndecided;
   const double keep_at = std::log((1.0 - tuning_.false_revert) / tuning_.false_keep);
   const double revert_at = std::log(tuning_.false_revert / (1.0 - tuning_.false_keep));
@@ -107,11 +172,7 @@ Verdict TrialController::verdict() {
     incumbent_ = trial_log_;
     trusted_ = true, rejections_ = 0;
   } else if (v == Verdict::kRevert) {
-    trusted_ = false;
-    ++rejections_;
-    // After r reverts in a row the next trial waits max_trial_steps x 2^(r-1)
-    // from this one's start: losing trials take a shrinking share of the steps.
-    next_trial_ = started_ + (tuning_.max_trial_steps << std::min<std::size_t>(rejections_ - 1, 30));
+    reverted(started_);
   }
   if (v != Verdict::kUndecided) state_ = TrialState::kSteady;
   return v;
@@ -125,7 +186,7 @@ Action TrialController::probe() {
 }
 
 void TrialController::changed() {
-  if (state_ == TrialState::kTrial) state_ = TrialState::kSteady;
+  if (state_ != TrialState::kWarmup) state_ = TrialState::kSteady;
   after_change_ = true;
   trusted_ = true, rejections_ = 0, next_trial_ = 0;
   incumbent_.clear();

@@ -8,7 +8,11 @@
 // A model that has been right (its last tried proposal was kept, or nothing
 // has been tried since the last change) stays in charge: a proposal whose gain
 // the step time cannot resolve within max_trial_steps is taken without a
-// trial. After a revert the model has been wrong: only proposals the step
+// trial, and then checked (kCheck) against the split it replaced: a harm the
+// step time could show within max_trial_steps against the predicted gain, at
+// the trial's error rates. A move the model was wrong about is reverted as a
+// trial is; one whose harm does not show stands.
+// After a revert the model has been wrong: only proposals the step
 // time can judge are taken, as trials, after a backoff that doubles with each
 // revert in a row (a reverted split may be tried again then: a tenth of real
 // gains are reverted by design, false_revert).
@@ -22,7 +26,7 @@
 
 namespace hetrain::alloc {
 
-enum class TrialState { kWarmup, kSteady, kTrial };
+enum class TrialState { kWarmup, kSteady, kTrial, kCheck };
 
 // Log step times at one split: a robust running mean and noise (clipped
 // residuals, forgetting at the speed drift's rate) and a CUSUM for shifts.
@@ -43,7 +47,35 @@ class StepLog {
   Cusum cusum_;
 };
 
-enum class Action { kNone, kMove, kTrial };
+// A check's test: the log step times since a move against the mean of the
+// split's before it, a frozen reference of m times, as Wald's test of two
+// hypotheses of their mean difference d, `null` and `alt` (log seconds), on
+// the mean of n differences, each clipped beyond clip_sigmas reference noise
+// deviations of either (a spike counts no more than a 3-sigma draw). Its
+// variance is s^2 (1/n + 1/m): the reference's own error is shared by every
+// time after the move and does not average out (summed as independent steps,
+// a reference of a few steps reverts moves within the noise at several
+// times the stated rate: an untested move is one within the noise).
+class MeanTest {
+ public:
+  MeanTest() = default;
+  MeanTest(const StepLog& reference, double null, double alt, const AdaptiveTuning& t);
+  void add(double seconds);
+  std::size_t size() const { return n_; }
+  double evidence() const;
+  // The variance of the mean difference after n times.
+  double variance(std::size_t n) const;
+
+ private:
+  double mean_ = 0.0, noise_ = 0.0, m_ = 1.0;  // the reference's
+  double null_ = 0.0, alt_ = 0.0, clip_ = 0.0;
+  double sum_ = 0.0;
+  std::size_t n_ = 0;
+};
+
+// kMove: taken; kChecked: taken, and checked against the split it replaces
+// (reverted on a kRevert verdict); kTrial: tried.
+enum class Action { kNone, kMove, kChecked, kTrial };
 enum class Verdict { kUndecided, kKeep, kRevert };
 
 class TrialController {
@@ -55,7 +87,8 @@ class TrialController {
 
   // Every worker has an estimate: proposals may start.
   void ready();
-  // A step time measured at the incumbent split: true on a shift (then call changed()).
+  // A step time measured at the incumbent split (in kCheck, the move being
+  // checked): true on a shift (then call changed()).
   bool incumbent_time(double seconds, double rest);
   // A step time measured at the trial split.
   void trial_time(double seconds, double rest);
@@ -66,7 +99,7 @@ class TrialController {
   // predicted cost (by its optimistic plan, proposer.h): kMove in kSteady, a
   // probe taken at once; its step times start afresh.
   Action probe();
-  // The trial's verdict so far; kKeep and kRevert end it.
+  // The trial's (or the check's) verdict so far; kKeep and kRevert end it.
   Verdict verdict();
   // Something changed (a worker, or the step): the model is trusted again,
   // rejections are forgotten, the incumbent's times restart; a trial ends
@@ -77,6 +110,8 @@ class TrialController {
 
  private:
   double sigma_difference() const;
+  Verdict check_verdict();
+  void reverted(std::size_t from);
   AdaptiveTuning tuning_;
   TrialState state_ = TrialState::kWarmup;
   bool trusted_ = true;
@@ -87,6 +122,8 @@ class TrialController {
   double evidence_ = 0.0;    // its log likelihood ratio, H1 over H0
   double baseline_ = 0.0;    // the incumbent's mean when the trial's first time came
   std::size_t judged_ = 0;   // trial times in the evidence
+  StepLog before_;           // kCheck: the replaced split's times
+  MeanTest check_;           // kCheck: its times against before_'s
   std::vector<std::size_t> proposal_;
   std::size_t rejections_ = 0, next_trial_ = 0, started_ = 0;
 };
