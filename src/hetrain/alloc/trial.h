@@ -53,9 +53,9 @@ class StepLog {
 // the mean of n differences, each clipped beyond clip_sigmas reference noise
 // deviations of either (a spike counts no more than a 3-sigma draw). Its
 // variance is s^2 (1/n + 1/m): the reference's own error is shared by every
-// time after the move and does not average out (summed as independent steps,
-// a reference of a few steps reverts moves within the noise at several
-// times the stated rate: an untested move is one within the noise).
+// time after the move and does not average out (summed as independent
+// steps, checks against references of a few steps undid real gains within
+// the noise: docs/allocation.md, "TrialController").
 class MeanTest {
  public:
   MeanTest() = default;
