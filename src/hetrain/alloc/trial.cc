@@ -98,9 +98,8 @@ Action TrialController::consider(double gain, const std::vector<std::size_t>& pr
     before_ = incumbent_;
     incumbent_.clear();  // a new split: its own times from now on
     const double g = -std::log1p(-std::min(gain, 0.999));
-    const double a = std::log((1.0 - tuning_.false_keep) / tuning_.false_revert);
     const double v = MeanTest(before_, -g, 0.0, tuning_).variance(tuning_.max_trial_steps);
-    check_ = MeanTest(before_, -g, std::sqrt(2.0 * a * v), tuning_);
+    check_ = MeanTest(before_, -g, std::sqrt(2.0 * harm_bound() * v), tuning_);
     started_ = step;
     return Action::kChecked;
   }
@@ -132,8 +131,12 @@ void TrialController::trial_time(double seconds, double rest) {
 // A harm shown is a revert (the model was wrong: as a trial's revert);
 // undecided after max_trial_steps, the sign of the evidence decides, as a
 // trial's does.
+// Wald's bound for "harm" over "the predicted gain": a harm kept at
+// false_keep, a gain reverted at false_revert.
+double TrialController::harm_bound() const { return std::log((1.0 - tuning_.false_keep) / tuning_.false_revert); }
+
 Verdict TrialController::check_verdict() {
-  const double harm_at = std::log((1.0 - tuning_.false_keep) / tuning_.false_revert);
+  const double harm_at = harm_bound();
   const double fine_at = std::log(tuning_.false_keep / (1.0 - tuning_.false_revert));
   const bool last = check_.size() >= tuning_.max_trial_steps;
   const double evidence = check_.evidence();
