@@ -90,7 +90,6 @@ void AdaptivePolicy::learn(const Observation& obs) {
                    wait ? obs.wait_seconds[i] : -1.0};
   }
   if (!estimator_.observe(samples_)) return;
-  if (inspecting_) split_ = incumbent_, inspecting_ = false;  // a change: the plan decides afresh
   // A worker changed: a trial's times would compare two regimes.
   if (control_.state() == TrialState::kTrial) split_ = incumbent_;
   control_.changed();
@@ -130,16 +129,7 @@ void AdaptivePolicy::even_out_units() {
 }
 
 void AdaptivePolicy::decide(std::size_t step) {
-  if (inspecting_) {  // an inspection lasts one step: its samples are taken
-    split_ = incumbent_, inspecting_ = false;
-    return;
-  }
   const Proposal p = proposer_.propose(estimator_, incumbent_);
-  if (!p.inspect.empty()) {  // run, not kept: its step time is not the incumbent's (record_step_time)
-    split_ = p.inspect, inspecting_ = true;
-    ++stats_.moves;
-    return;
-  }
   even_out_units();
   if (p.split == incumbent_) return;
   const double rest = control_.incumbent().size() > 0 ? control_.incumbent().rest() : 0.0;

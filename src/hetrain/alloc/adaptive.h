@@ -60,7 +60,6 @@ class AdaptivePolicy final : public Policy {
   std::vector<std::size_t> last_split_;  // the split of the step observed last
   std::vector<WorkerSample> samples_;    // observe()'s working space
   bool last_full_ = false;               // ... whether it held the whole global batch
-  bool inspecting_ = false;              // split_ is an inspection (Proposer), for one step
   double last_compute_ = 0.0;            // ... its slowest worker's compute seconds
   std::size_t seen_ = 0;
   PolicyStats stats_;

@@ -310,7 +310,6 @@ bool LineEstimate::observe(double b, double q, const AdaptiveTuning& t) {
     const Test verdict = test_change(b, q, t);
     if (verdict != Test::kOpen) reach_ = 0.0;
     confirmed = verdict == Test::kConfirmed;
-    if (confirmed) ++confirmed_, confirmed_shift_ = std::max(0.0, confirmed_shift_ + shift_);
     if (verdict == Test::kRejected) {  // the old line, as it was
       const Level& o = before_change_;
       a_ = o.a, c_ = o.c, paa_ = o.paa, pac_ = o.pac, pcc_ = o.pcc, excess_ = o.excess, persist_ = o.persist;

@@ -83,13 +83,6 @@ class LineEstimate {
   // Relative standard error of the level where the line was last measured:
   // what one more sample there would tell (it grows while unobserved).
   double level_error() const { return error(last_batch_); }
-  // The batch of the last sample: where the level is known.
-  double last_batch() const { return last_batch_; }
-  // Changes confirmed by their test; and how much slower (log) the line now
-  // stands than its fastest confirmed level: the confirmed shifts summed
-  // since it last stood there (0 there), what a recovery would undo.
-  std::size_t confirmed() const { return confirmed_; }
-  double confirmed_shift() const { return confirmed_shift_; }
   // The part of level_error() the speed drift added since the line was last
   // measured: how far the worker may have moved unseen (a probe's news).
   double unseen_error() const {
@@ -200,8 +193,7 @@ class LineEstimate {
   // believed before a CUSUM could have raised it (its twins, whose noise let
   // no one sample raise theirs, raise theirs by then).
   std::size_t unconfirmable_ = 0;
-  std::size_t samples_ = 0, changes_ = 0, confirmed_ = 0;
-  double confirmed_shift_ = 0.0;
+  std::size_t samples_ = 0, changes_ = 0;
   Cusum cusum_;
 };
 

@@ -187,75 +187,6 @@ void Proposer::keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedS
   best.split = std::move(split), best.makespan = makespan;
 }
 
-// Inspection: the drift's optimism covers a speed that wanders; a jump (a
-// slowdown undone while the worker is idle) it reaches only after thousands
-// of steps, and on a saturated host a sample is never free. Terms: a unit a
-// confirmed slowdown idled (LineEstimate::confirmed_shift() > 0), unseen for
-// k steps (its unseen error over speed_drift, squared); C, giving each idle
-// member the batch of its last sample for one step, as a share of the
-// planned makespan; G, the plan's gain were the slowdown undone (through
-// the unit's pooled line); lambda, confirmed changes per worker-step, one granted over at
-// least 1 / speed_drift steps. Inspecting every T steps costs C / T a step, a
-// recovery seen late loses lambda G T / 2 a step on average: T = sqrt(2 C /
-// (lambda G)) minimises the sum (the renewal inspection interval), and no
-// sooner than a change's test decides (max_trial_steps). Its last batch, where
-// its slowed level is known, shows a recovery whatever the cost's shape. The
-// idle worker longest unseen is the candidate; pricing it is one more model
-// and two fills, O(N log N), done again only once its interval has passed.
-void Proposer::inspection(const Estimator& e, const Plan& p, const StepCostModel& m,
-                          const std::vector<std::size_t>& incumbent, const std::vector<std::size_t>& unit_of,
-                          const std::vector<std::size_t>& tier_of, Proposal& out) {
-  const std::size_t n = incumbent.size();
-  auto main_of = [&](std::size_t i) -> const LineEstimate& {
-    return on_cpu(i) && e.cpu(i).known() ? e.cpu(i) : e.wall(i);
-  };
-  std::size_t candidate = kNobody, steps = 0, confirmed = 0;
-  double unseen = 0.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const LineEstimate& l = main_of(i);
-    steps = std::max(steps, l.samples()), confirmed += l.confirmed();
-    if (incumbent[i] > 0 || !(l.confirmed_shift() > 0.0) || l.unseen_error() <= unseen) continue;
-    candidate = i, unseen = l.unseen_error();
-  }
-  const double idle_steps = unseen * unseen / (tuning_.speed_drift * tuning_.speed_drift);
-  // Not before a change's test could decide, nor before the interval last found for it.
-  if (candidate == kNobody || idle_steps < static_cast<double>(tuning_.max_trial_steps) ||
-      (candidate == due_.worker && idle_steps < due_.idle_steps)) {
-    return;
-  }
-  const std::size_t batch = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(main_of(candidate).last_batch())));
-  std::vector<std::size_t> to;  // its unit's idle members, `batch` each: a unit is inspected whole, as it is planned
-  for (std::size_t i = 0; i < n; ++i)
-    if (unit_of[i] == unit_of[candidate] && incumbent[i] == 0) to.insert(to.end(), batch, i);
-  std::vector<std::size_t> probe = incumbent;
-  if (!give_one_each(probe, to, std::max<std::size_t>(bounds_.min_local, 1))) return;
-  const double cost = std::max(0.0, m.makespan(probe) / std::min(out.now, out.best) - 1.0);
-  // Its unit is planned at its members' mean line: the members idle with it
-  // were slowed with it, and would recover with it.
-  Plan recovered = p;
-  for (std::size_t i = 0; i < n; ++i)
-    if (unit_of[i] == unit_of[candidate] && incumbent[i] == 0)
-      recovered.line[i] = scaled(recovered.line[i], std::exp(-main_of(i).confirmed_shift()));
-  // What the cluster could hold by the planned makespan, now and recovered:
-  // the total a fill holds grows about in proportion to its time, so the
-  // recovered time is the planned one scaled by their ratio (two fills, not
-  // another solve: a decision's worth of bisection).
-  const RealBounds r = real_bounds(bounds_);
-  std::vector<double> share(m.units(), 0.0);
-  const double holds = m.fill(out.best, r, share);
-  const double would = model(recovered, unit_of, tier_of)->fill(out.best, r, share);
-  const double gain = would > holds ? 1.0 - holds / would : 0.0;
-  const double window = std::max(static_cast<double>(steps), 1.0 / tuning_.speed_drift);
-  const double rate = static_cast<double>(confirmed + 1) / (static_cast<double>(n) * window);
-  // A recovery worth less than min_gain is not worth a move either: priced
-  // again once a change's test could have decided.
-  due_ = {candidate, gain >= tuning_.min_gain ? std::sqrt(2.0 * cost / (rate * gain))
-                                              : idle_steps + static_cast<double>(tuning_.max_trial_steps)};
-  if (idle_steps < due_.idle_steps) return;
-  due_ = {};
-  out.inspect = std::move(probe);
-}
-
 Proposal Proposer::propose(const Estimator& e, const std::vector<std::size_t>& incumbent) {
   const Plan p = plan(e, incumbent);
   const std::vector<std::size_t> unit_of = grouper_.group(p.key);
@@ -269,7 +200,6 @@ Proposal Proposer::propose(const Estimator& e, const std::vector<std::size_t>& i
   out.best = best.makespan;
   out.now = m->makespan(incumbent);
   out.error = p.error;
-  if (out.best > 0.0) inspection(e, p, *m, incumbent, unit_of, tier_of, out);
   return out;
 }
 

@@ -5,9 +5,7 @@
 //   costs the step when its draw is the later of its own and the slowest
 //   other's), so noisier workers get a little less. A worker the split leaves idle is planned optimistically,
 //   explore_sigmas standard errors faster: as its uncertainty grows while it
-//   is not measured, it is given a sample again (a probe). A unit a confirmed
-//   slowdown idled is inspected for a recovery at the renewal interval
-//   (proposer.cc: the drift's optimism would take thousands of steps).
+//   is not measured, it is given a sample again (a probe).
 // - The Grouper makes alike workers one unit, with their mean line; on a
 //   host, a second Grouper on CPU cost alone makes the tiers (hosts.h).
 // - Workers that share an oversubscribed host (placement) are planned by
@@ -31,9 +29,6 @@ struct Proposal {
   double best = 0.0;   // predicted compute makespan of `split`, seconds
   double now = 0.0;    // ... of the split now running
   double error = 0.0;  // relative standard error of those predictions (the least known worker's)
-  // An inspection due (proposer.cc): the split running with samples for a
-  // unit a slowdown idled, which may have recovered unseen; empty if none.
-  std::vector<std::size_t> inspect;
   // Predicted gain as a share of the whole step (`rest` seconds beyond compute).
   double gain(double rest) const { return now > 0.0 ? (now - best) / (now + rest) : 0.0; }
 };
@@ -53,8 +48,6 @@ class Proposer {
  private:
   struct Plan;
   Plan plan(const Estimator& e, const std::vector<std::size_t>& incumbent) const;
-  void inspection(const Estimator& e, const Plan& p, const StepCostModel& m, const std::vector<std::size_t>& incumbent,
-                  const std::vector<std::size_t>& unit_of, const std::vector<std::size_t>& tier_of, Proposal& out);
   void with_kinds(std::vector<GroupKey>& keys) const;
   void keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedSplit& best) const;
   std::unique_ptr<StepCostModel> model(const Plan& p, const std::vector<std::size_t>& unit_of,
@@ -67,13 +60,6 @@ class Proposer {
   bool kinds_ = false;  // some worker said its kind (fixed for the run, as the placement)
   Grouper grouper_;
   Grouper tiers_;  // hosts' tiers: workers whose CPU costs are alike (hosts.h)
-  // The inspection's candidate and the idle steps its interval asks, last
-  // found: not priced again before then (two solves a decision otherwise).
-  static constexpr std::size_t kNobody = static_cast<std::size_t>(-1);
-  struct Due {
-    std::size_t worker = kNobody;
-    double idle_steps = 0.0;
-  } due_;
 };
 
 }  // namespace hetrain::alloc
