@@ -139,7 +139,8 @@ bool together(const SimResult& r, std::size_t k, std::size_t first, std::size_t 
 // Identical workers against the oracle: `first` is "" if, at every step
 // from the kSettleSteps-th of each world (a join or leave starts a new one),
 // the workers of every group hold together wherever the oracle holds them
-// together (and did a step before: kCausalLagSteps); else the first step and group that did not. The oracle, knowing
+// together (and did a step before: kCausalLagSteps); else the first step and
+// group that did not. The oracle, knowing
 // the true means, sets identical workers apart only where that is strictly
 // faster (a shared machine with per-step overheads, tiles:
 // docs/simulation.md): there the policy may too. Elsewhere a split of
