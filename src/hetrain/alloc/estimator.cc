@@ -278,11 +278,10 @@ LineEstimate::Test LineEstimate::test_change(double b, double q, const AdaptiveT
   // samples that raise a CUSUM alarm, which its test never sees.
   const double most = since_change_ < unconfirmable_ ? 0.0 : cap;
   evidence_ += std::clamp(llr, -cap, most) * (1.0 - phi) / (1.0 + phi);
-  const double keep = std::log((1.0 - t.false_revert) / t.false_keep);
-  const double drop = std::log(t.false_revert / (1.0 - t.false_keep));
+  const WaldBounds bound = wald_bounds(t.false_keep, t.false_revert);  // H1: the change happened
   const bool last = since_change_ + 1 >= t.max_trial_steps;
-  if (evidence_ >= keep || (last && evidence_ >= 0.0)) return Test::kConfirmed;
-  if (evidence_ <= drop || last) return Test::kRejected;
+  if (evidence_ >= bound.h1 || (last && evidence_ >= 0.0)) return Test::kConfirmed;
+  if (evidence_ <= bound.h0 || last) return Test::kRejected;
   return Test::kOpen;
 }
 

@@ -71,7 +71,7 @@ double TrialController::steps_to_show(double gain) const {
   if (!(gain > 0.0) || gain >= 1.0) return gain >= 1.0 ? 1.0 : INFINITY;
   const double g = -std::log1p(-gain), s = sigma_difference();
   // Wald: E[n | H1] = log((1-b)/a) / E[step's log ratio | H1] = A 2 s^2 / g^2.
-  const double a = std::log((1.0 - tuning_.false_revert) / tuning_.false_keep);
+  const double a = wald_bounds(tuning_.false_keep, tuning_.false_revert).h1;
   return a * 2.0 * s * s / (g * g);
 }
 
@@ -86,6 +86,7 @@ Action TrialController::consider(double gain, const std::vector<std::size_t>& pr
     return Action::kMove;
   }
   after_change_ = false;
+  const double g = -std::log1p(-std::min(gain, 0.999));  // the gain as a log step time
   const bool resolvable =
       incumbent_.size() > 0 && steps_to_show(gain) <= static_cast<double>(tuning_.max_trial_steps);
   if (!resolvable) {
@@ -97,15 +98,14 @@ Action TrialController::consider(double gain, const std::vector<std::size_t>& pr
     state_ = TrialState::kCheck;
     before_ = incumbent_;
     incumbent_.clear();  // a new split: its own times from now on
-    const double g = -std::log1p(-std::min(gain, 0.999));
     const double v = MeanTest(before_, -g, 0.0, tuning_).variance(tuning_.max_trial_steps);
-    check_ = MeanTest(before_, -g, std::sqrt(2.0 * harm_bound() * v), tuning_);
+    check_ = MeanTest(before_, -g, std::sqrt(2.0 * check_bounds().h1 * v), tuning_);
     started_ = step;
     return Action::kChecked;
   }
   if (step < next_trial_) return Action::kNone;
   state_ = TrialState::kTrial;
-  gain_log_ = -std::log1p(-std::min(gain, 0.999));
+  gain_log_ = g;
   evidence_ = 0.0, judged_ = 0;
   trial_log_.clear();
   proposal_ = proposal;
@@ -131,13 +131,12 @@ void TrialController::trial_time(double seconds, double rest) {
 // A harm shown is a revert (the model was wrong: as a trial's revert);
 // undecided after max_trial_steps, the sign of the evidence decides, as a
 // trial's does.
-// Wald's bound for "harm" over "the predicted gain": a harm kept at
-// false_keep, a gain reverted at false_revert.
-double TrialController::harm_bound() const { return std::log((1.0 - tuning_.false_keep) / tuning_.false_revert); }
+// Wald's bounds for "harm" (H1) over "the predicted gain" (H0): a gain
+// reverted at false_revert, a harm kept at false_keep.
+WaldBounds TrialController::check_bounds() const { return wald_bounds(tuning_.false_revert, tuning_.false_keep); }
 
 Verdict TrialController::check_verdict() {
-  const double harm_at = harm_bound();
-  const double fine_at = std::log(tuning_.false_keep / (1.0 - tuning_.false_revert));
+  const double harm_at = check_bounds().h1, fine_at = check_bounds().h0;
   const bool last = check_.size() >= tuning_.max_trial_steps;
   const double evidence = check_.evidence();
   if (evidence >= harm_at || (last && evidence > 0.0)) {
@@ -163,8 +162,8 @@ void TrialController::reverted(std::size_t from) {
 Verdict TrialController::verdict() {
   if (state_ == TrialState::kCheck) return check_verdict();
   if (state_ != TrialState::kTrial) return Verdict::kUndecided;
-  const double keep_at = std::log((1.0 - tuning_.false_revert) / tuning_.false_keep);
-  const double revert_at = std::log(tuning_.false_revert / (1.0 - tuning_.false_keep));
+  const WaldBounds bound = wald_bounds(tuning_.false_keep, tuning_.false_revert);  // H1: the predicted gain
+  const double keep_at = bound.h1, revert_at = bound.h0;
   Verdict v = Verdict::kUndecided;
   if (evidence_ >= keep_at) v = Verdict::kKeep;
   if (evidence_ <= revert_at) v = Verdict::kRevert;

@@ -110,7 +110,7 @@ class TrialController {
 
  private:
   double sigma_difference() const;
-  double harm_bound() const;
+  WaldBounds check_bounds() const;
   Verdict check_verdict();
   void reverted(std::size_t from);
   AdaptiveTuning tuning_;

@@ -3,6 +3,7 @@
 // docs/allocation.md lists them. Nothing else in alloc/ is tuned.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 namespace hetrain::alloc {
@@ -51,5 +52,16 @@ struct AdaptiveTuning {
   // given a sample again, so a recovered worker is seen.
   double explore_sigmas = 2.0;
 };
+
+// Wald's bounds on a sequential test's log likelihood ratio (H1 over H0) for
+// `wrong_h1`, the chance of accepting H1 when H0 holds, and `wrong_h0`, of
+// accepting H0 when H1 holds: accept H1 at `h1`, H0 at `h0`. Trials, checks
+// and a change's test all derive theirs from false_keep and false_revert.
+struct WaldBounds {
+  double h1 = 0.0, h0 = 0.0;
+};
+inline WaldBounds wald_bounds(double wrong_h1, double wrong_h0) {
+  return {std::log((1.0 - wrong_h0) / wrong_h1), std::log(wrong_h0 / (1.0 - wrong_h1))};
+}
 
 }  // namespace hetrain::alloc
