@@ -136,7 +136,8 @@ void TrialController::trial_time(double seconds, double rest) {
 WaldBounds TrialController::check_bounds() const { return wald_bounds(tuning_.false_revert, tuning_.false_keep); }
 
 Verdict TrialController::check_verdict() {
-  const double harm_at = check_bounds().h1, fine_at = check_bounds().h0;
+  const WaldBounds bound = check_bounds();  // H1: harm
+  const double harm_at = bound.h1, fine_at = bound.h0;
   const bool last = check_.size() >= tuning_.max_trial_steps;
   const double evidence = check_.evidence();
   if (evidence >= harm_at || (last && evidence > 0.0)) {
