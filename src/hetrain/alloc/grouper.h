@@ -2,9 +2,10 @@
 // unit, given the same share, so noise cannot split identical workers apart.
 // Terms: each worker has a planned time per sample t_i at the typical batch
 // (its key), with relative standard error e_i, and a class (what the
-// placement says of its hardware: proposer.cc). A segment is a run of workers of one class, adjacent
-// in the order of t; its level is the precision-weighted mean of log t_i
-// (weights 1 / e_i^2) and its error 1 / sqrt(sum of the weights).
+// placement says of its hardware: proposer.cc). A segment is a run of
+// workers of one class, adjacent in the order of t; its level is the
+// precision-weighted mean of log t_i (weights 1 / e_i^2) and its error
+// 1 / sqrt(sum of the weights).
 // Algorithm: start with one segment per worker; repeatedly merge the two
 // adjacent segments whose gap in level is the smallest share of their
 // tolerance, while that share is at most 1. Tolerance: the larger of
