@@ -131,9 +131,12 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
 // are, however noise makes them look (property training seed 82: a worker
 // under a quota of 0.78 CPU pooled with the unquoted workers of another
 // machine, apart from its two twins). Identical machines stay alike: the
-// host itself counts only where its cores are shared out by the plan.
+// host itself counts only where its cores are shared out by the plan. A
+// worker that says its kind (a GPU's model) is described by it: like GPUs
+// in machines of different sizes, with their CPU threads, stay alike.
 std::size_t Proposer::klass_of(std::size_t i, bool cpu) const {
   if (i >= placement_.host.size() || placement_.host[i] == kNoHost) return 0;
+  if (!cpu && placement_.kind_of(i) != 0) return 0;  // with_kinds tells kinds apart
   // Bit 63: a planned host's class; bits 32-62: CPUs in thousandths; below: the host or its cores.
   constexpr std::size_t kPlannedHost = std::size_t{1} << 63;
   const std::size_t host = placement_.host[i];
