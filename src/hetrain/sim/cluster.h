@@ -89,7 +89,7 @@ struct WorkerGroup {
 // What a group's workers tell the policy of their hardware (alloc::Placement::kind):
 // `kind` if given ("": none said); else a group off any machine is a device model of its own
 // (its name, as a GPU reports its name), and a group on a machine says
-// nothing (its host and CPUs describe it).
+// nothing (its CPUs and its machine describe it: alloc/proposer.cc).
 std::string reported_kind(const WorkerGroup& g);
 
 // The alpha-beta model: a message of m bytes over a link takes
