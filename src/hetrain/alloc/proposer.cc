@@ -66,10 +66,34 @@ struct Proposer::Plan {
   double error = 0.0;
 };
 
+// The batch each worker is keyed at: where it runs, an idle one at the
+// typical batch (away from its samples a line extrapolates with an error
+// that makes everyone alike); a member of a unit of the last call at the
+// most any member runs, where the unit's step is set. Per sample, a line's
+// overhead weighs more at a smaller batch: a member a sample short (the
+// remainder of an uneven division, one probed sample of an idle unit) keyed
+// at its own batch reads slower than its twins by that alone, however
+// alike their lines, and noise then carries it out of the unit.
+std::vector<double> Proposer::key_batches(const std::vector<std::size_t>& incumbent, double typical) const {
+  const std::size_t n = incumbent.size();
+  const std::vector<std::size_t>& unit = grouper_.last();
+  std::vector<std::size_t> most(n, 0);
+  const bool units = unit.size() == n;
+  if (units)
+    for (std::size_t i = 0; i < n; ++i) most[unit[i]] = std::max(most[unit[i]], incumbent[i]);
+  std::vector<double> at(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t b = units ? most[unit[i]] : incumbent[i];
+    at[i] = b > 0 ? static_cast<double>(b) : typical;
+  }
+  return at;
+}
+
 Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>& incumbent) const {
   const std::size_t n = e.workers();
   const double typical = std::max(1.0, static_cast<double>(global_batch_) / static_cast<double>(n));
   const double margin = expected_max_normal(2);
+  const std::vector<double> key_at = key_batches(incumbent, typical);
   Plan p;
   p.line.resize(n), p.key.resize(n), p.cpu_key.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -84,9 +108,7 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     } else {
       u.wall_overhead = w.overhead(), u.wall_per_sample = w.per_sample();
     }
-    // Compared where the worker runs (an idle one at the typical batch): away
-    // from its samples a line extrapolates with an error that makes everyone alike.
-    const double at = incumbent[i] > 0 ? static_cast<double>(incumbent[i]) : typical;
+    const double at = key_at[i];
     const double t = cpu ? u.cpu(at) / u.cpus + u.wait(at) : u.wall_overhead + at * u.wall_per_sample;
     // The noise margin and the optimism scale the plan, not the key: noise
     // estimates of identical workers differ, their means do not.

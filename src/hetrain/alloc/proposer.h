@@ -48,6 +48,7 @@ class Proposer {
  private:
   struct Plan;
   Plan plan(const Estimator& e, const std::vector<std::size_t>& incumbent) const;
+  std::vector<double> key_batches(const std::vector<std::size_t>& incumbent, double typical) const;
   std::size_t klass_of(std::size_t worker, bool cpu) const;
   void with_kinds(std::vector<GroupKey>& keys) const;
   void keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedSplit& best) const;
