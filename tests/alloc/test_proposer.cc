@@ -12,40 +12,43 @@ namespace {
 
 using Units = std::vector<std::size_t>;
 
-// Three identical devices whose lines are known, overhead and per-sample
-// cost apart: each measured at batches 2 and 6 in turn, noise-free.
-Estimator three_known_twins(double overhead, double per_sample) {
-  Estimator e(3, AdaptiveTuning{});
+// Three identical devices and a slower one, their lines known, overhead and
+// per-sample cost apart: each measured at batches 2 and 6 in turn, noise-free.
+Estimator three_twins_and_a_slower(double overhead, double per_sample) {
+  Estimator e(4, AdaptiveTuning{});
   for (int step = 0; step < 60; ++step) {
     const double b = step % 2 == 0 ? 2.0 : 6.0;
-    e.observe(std::vector<WorkerSample>(3, WorkerSample{b, overhead + per_sample * b}));
+    std::vector<WorkerSample> s(4, WorkerSample{b, overhead + per_sample * b});
+    s[3].compute = overhead + 4.0 * per_sample * b;
+    e.observe(s);
   }
   return e;
 }
 
-// A global batch of 10 over three twins runs [4, 3, 3]: per sample, the
-// 10 ms overhead makes the first 3.5 ms and the others 4.3 ms, 24% apart on
-// lines known to 1%. Keyed where each runs, the first left its twins' unit
-// the moment it took the remainder; keyed where their unit's step is set
-// (the most any member runs), they stay one unit.
+// A global batch of 12: the twins, one unit at [3, 3, 3] beside the slower
+// worker's 3, take 10 between them when it gives one up, [4, 3, 3]. Per
+// sample, the 10 ms overhead makes the first 3.5 ms and the others 4.3 ms,
+// 24% apart on lines known to 1%. Keyed where each runs, the first left its
+// twins' unit the moment it took the remainder; keyed where their unit's
+// step is set (the most any member runs), they stay one unit.
 TEST(Proposer, TwinsASampleApartAreComparedAtOneBatchAndStayOneUnit) {
-  const Estimator e = three_known_twins(0.010, 0.001);
-  Proposer p(10, Bounds{}, Placement{}, AdaptiveTuning{});
-  p.propose(e, {3, 3, 3});
-  ASSERT_EQ(p.units(), (Units{0, 0, 0}));
-  p.propose(e, {4, 3, 3});
-  EXPECT_EQ(p.units(), (Units{0, 0, 0}));
-  p.propose(e, {3, 4, 3});
-  EXPECT_EQ(p.units(), (Units{0, 0, 0}));
+  const Estimator e = three_twins_and_a_slower(0.010, 0.001);
+  Proposer p(12, Bounds{}, Placement{}, AdaptiveTuning{});
+  p.propose(e, {3, 3, 3, 3});
+  ASSERT_EQ(p.units(), (Units{0, 0, 0, 1}));
+  p.propose(e, {4, 3, 3, 2});
+  EXPECT_EQ(p.units(), (Units{0, 0, 0, 1}));
+  p.propose(e, {3, 4, 3, 2});
+  EXPECT_EQ(p.units(), (Units{0, 0, 0, 1}));
 }
 
 // Without a unit to be compared in (the first decision), each is keyed where
 // it runs: the rule holds units together, it makes no one alike.
 TEST(Proposer, WorkersOfNoUnitAreKeyedWhereTheyRun) {
-  const Estimator e = three_known_twins(0.010, 0.001);
-  Proposer p(10, Bounds{}, Placement{}, AdaptiveTuning{});
-  p.propose(e, {4, 3, 3});
-  EXPECT_EQ(p.units(), (Units{0, 1, 1}));
+  const Estimator e = three_twins_and_a_slower(0.010, 0.001);
+  Proposer p(12, Bounds{}, Placement{}, AdaptiveTuning{});
+  p.propose(e, {4, 3, 3, 2});
+  EXPECT_EQ(p.units(), (Units{0, 1, 1, 2}));
 }
 
 }  // namespace
