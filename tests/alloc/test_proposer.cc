@@ -28,9 +28,9 @@ Estimator three_twins_and_a_slower(double overhead, double per_sample) {
 // A global batch of 12: the twins, one unit at [3, 3, 3] beside the slower
 // worker's 3, take 10 between them when it gives one up, [4, 3, 3]. Per
 // sample, the 10 ms overhead makes the first 3.5 ms and the others 4.3 ms,
-// 24% apart on lines known to 1%. Keyed where each runs, the first left its
-// twins' unit the moment it took the remainder; keyed where their unit's
-// step is set (the most any member runs), they stay one unit.
+// 24% apart on lines learned without noise. Keyed where each runs, the
+// first left its twins' unit the moment it took the remainder; keyed where
+// their unit's step is set (the most any member runs), they stay one unit.
 TEST(Proposer, TwinsASampleApartAreComparedAtOneBatchAndStayOneUnit) {
   const Estimator e = three_twins_and_a_slower(0.010, 0.001);
   Proposer p(12, Bounds{}, Placement{}, AdaptiveTuning{});

@@ -1,8 +1,9 @@
 // The Grouper: workers alike within what the estimates can tell are one
 // unit, given the same share, so noise cannot split identical workers apart.
-// Terms: each worker has a planned time per sample t_i at the typical batch
-// (its key), with relative standard error e_i, and a class (what the
-// placement says of its hardware: proposer.cc). A segment is a run of
+// Terms: each worker has a planned time per sample t_i at the batch the
+// Proposer keys it at (its key: proposer.cc, key_batches), with relative
+// standard error e_i, and a class (what the placement says of its
+// hardware: proposer.cc). A segment is a run of
 // workers of one class, adjacent in the order of t; its level is the
 // precision-weighted mean of log t_i (weights 1 / e_i^2) and its error
 // 1 / sqrt(sum of the weights).
@@ -35,7 +36,7 @@
 namespace hetrain::alloc {
 
 struct GroupKey {
-  double time = 0.0;      // planned seconds per sample at the typical batch (> 0)
+  double time = 0.0;      // planned seconds per sample where it is keyed (> 0)
   double error = 0.0;     // its relative standard error
   std::size_t klass = 0;  // workers of different classes are never alike
   double reach = 0.0;     // how far its level may have been a moment ago (a fresh change's, estimator.h)
