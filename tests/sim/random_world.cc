@@ -129,6 +129,22 @@ Event speed_event(std::size_t step, std::size_t group, double factor) {
   return e;
 }
 
+// A leave takes a worker only from a group that still has two at its step;
+// any other becomes a join. Changes are drawn out of step order, so each
+// leave's own check (count > 1) saw the group as the file starts it: two
+// leaves could empty a pair, and a cluster of that one group then ran out of
+// workers (seed 3454: "no workers left at step 520"). No draw is made here,
+// so every other seed's cluster is as it was.
+void keep_every_group(Cluster& c) {
+  std::vector<std::size_t> count;
+  for (const WorkerGroup& g : c.groups) count.push_back(g.count);
+  for (Event& e : c.events) {
+    if (e.kind == EventKind::kLeave && count[e.group] <= e.count) e.kind = EventKind::kJoin;
+    if (e.kind == EventKind::kLeave) count[e.group] -= e.count;
+    if (e.kind == EventKind::kJoin) count[e.group] += e.count;
+  }
+}
+
 // Mid-run changes: slowdowns (some recover), a switch of every group's
 // speed, a worker joining or leaving.
 void add_events(Cluster& c, Draw& d) {
@@ -153,6 +169,7 @@ void add_events(Cluster& c, Draw& d) {
     }
   }
   std::stable_sort(c.events.begin(), c.events.end(), [](const Event& a, const Event& b) { return a.step < b.step; });
+  keep_every_group(c);
 }
 
 std::string noise_text(const WorkerGroup& g) {

@@ -311,6 +311,28 @@ TEST(AllocationPropertyJudge, TheStepAfterTheOraclesSplitChangedIsNotJudged) {
   EXPECT_TRUE(oracle_together(oracle, 2, 0, 0, 2));  // a new world's first step looks no further back
 }
 
+// Membership events, replayed in step order, never empty a group: a leave
+// drawn for a group already emptied by an earlier one once left seed 3454's
+// cluster with no workers, and the property stopped there.
+TEST(AllocationProperty, TheRandomClustersNeverEmptyAGroup) {
+  const Traces traces = load_traces(HETRAIN_NOISE_DIR);
+  constexpr std::uint64_t kEmptiedOnce = 3454;
+  constexpr std::uint64_t kSeeds = 1000;  // and the range around the one that failed
+  std::vector<std::uint64_t> seeds = {kEmptiedOnce};
+  for (std::uint64_t s = 1; s <= kSeeds; ++s) seeds.push_back(s), seeds.push_back(3000 + s);
+  for (const std::uint64_t seed : seeds) {
+    const Cluster c = random_cluster(seed, traces);
+    std::vector<std::size_t> count;
+    for (const auto& g : c.groups) count.push_back(g.count);
+    for (const Event& e : c.events) {
+      if (e.kind == EventKind::kJoin) count[e.group] += e.count;
+      if (e.kind != EventKind::kLeave) continue;
+      ASSERT_GT(count[e.group], e.count) << "seed " << seed << ": a leave at step " << e.step << " empties group " << e.group;
+      count[e.group] -= e.count;
+    }
+  }
+}
+
 TEST(AllocationProperty, TheRandomClustersAreDeterministicReplayableAndMixed) {
   const Traces traces = load_traces(HETRAIN_NOISE_DIR);
   EXPECT_EQ(to_toml(random_cluster(7, traces)), to_toml(random_cluster(7, traces)));
