@@ -311,9 +311,9 @@ TEST(AllocationPropertyJudge, TheStepAfterTheOraclesSplitChangedIsNotJudged) {
   EXPECT_TRUE(oracle_together(oracle, 2, 0, 0, 2));  // a new world's first step looks no further back
 }
 
-// Membership events, replayed in step order, never empty a group: a leave
-// drawn for a group already emptied by an earlier one once left seed 3454's
-// cluster with no workers, and the property stopped there.
+// Membership events, replayed in step order, never empty a group: two
+// leaves drawn for one pair once emptied seed 3454's only group, the cluster
+// ran out of workers, and the property stopped there.
 TEST(AllocationProperty, TheRandomClustersNeverEmptyAGroup) {
   const Traces traces = load_traces(HETRAIN_NOISE_DIR);
   constexpr std::uint64_t kSeeds = 1000;  // seeds 1-1000 and 3001-4000, where 3454 emptied its group
