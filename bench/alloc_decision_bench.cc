@@ -1,6 +1,7 @@
 // The adaptive policy's cost per decision: N workers in three speed groups
 // with log-normal noise (and one mid-run slowdown), independent devices or
-// workers sharing hosts, driven for S steps; reports the worst single
+// workers sharing hosts (or half of them on hosts, the rest devices beside
+// them: mixed), driven for S steps; reports the worst single
 // decision (observe + split, in thread CPU time), the 99th percentile, the
 // median, and the mean per worker-step.
 // The run is deterministic (the same split at every step: the checksum says
@@ -8,7 +9,7 @@
 // least of its R runs, which the scheduler's preemptions and interrupts (they
 // hit different steps in each run) do not inflate; the single worst raw
 // decision is reported beside it.
-// Usage: alloc_decision_bench [workers=1024] [steps=1000] [devices|hosts] [repeats=5]
+// Usage: alloc_decision_bench [workers=1024] [steps=1000] [devices|hosts|mixed] [repeats=5]
 // Plain C++ (no gtest): its figures go to docs/benchmarks.md.
 #include <algorithm>
 #include <cmath>
@@ -64,9 +65,12 @@ struct Run {
 Run run_once(std::size_t n, std::size_t steps, const std::string& kind) {
   hetrain::alloc::PolicyConfig c;
   c.name = "adaptive", c.workers = n, c.global_batch = 32 * n;
-  if (kind == "hosts") {  // hosts of 8 workers on 4 cores each
-    for (std::size_t i = 0; i < n; ++i) c.placement.host.push_back(i / 8), c.placement.cpus.push_back(1.0);
-    c.placement.host_cores.assign((n + 7) / 8, 4.0);
+  if (kind != "devices") {  // hosts of 8 workers on 4 cores each; mixed: the second half devices
+    const std::size_t on_hosts = kind == "mixed" ? n / 2 : n;
+    for (std::size_t i = 0; i < n; ++i) {
+      c.placement.host.push_back(i < on_hosts ? i / 8 : hetrain::alloc::kNoHost), c.placement.cpus.push_back(1.0);
+    }
+    c.placement.host_cores.assign((on_hosts + 7) / 8, 4.0);
   }
   World w;
   for (std::size_t i = 0; i < n; ++i) w.per_sample.push_back(0.001 * static_cast<double>(1 + i % 3));
@@ -107,8 +111,8 @@ int main(int argc, char** argv) {
   const std::size_t steps = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1000;
   const std::string kind = argc > 3 ? argv[3] : "devices";
   const std::size_t repeats = argc > 4 ? std::max<std::size_t>(1, std::strtoul(argv[4], nullptr, 10)) : 5;
-  if (n == 0 || steps == 0 || (kind != "devices" && kind != "hosts")) {
-    std::fprintf(stderr, "usage: alloc_decision_bench [workers>0] [steps>0] [devices|hosts] [repeats]\n");
+  if (n == 0 || steps == 0 || (kind != "devices" && kind != "hosts" && kind != "mixed")) {
+    std::fprintf(stderr, "usage: alloc_decision_bench [workers>0] [steps>0] [devices|hosts|mixed] [repeats]\n");
     return 2;
   }
   Run first = run_once(n, steps, kind);

@@ -220,5 +220,27 @@ TEST(AdaptiveOnHosts, WithAPerStepCpuOverheadABurstOnFirstSamplesCostsNoMoreThan
   }
 }
 
+TEST(AdaptiveOnHosts, DevicesTooSlowForOneSampleBesideASaturatedHostAreIdle) {
+  // Property training seed 115's shape: two workers of 10 ms CPU a sample on
+  // a 1-core host, two devices beside it (off any host, no CPU) of 0.5 s a
+  // sample, 40 samples. [20, 20, 0, 0] ends at 0.4 s; the rounding of the
+  // host model's water-filling gives each device 1 sample (0.5 s), which no
+  // single-sample move undid while every worker was priced only with its
+  // host (1.25x the best split). Settled, the devices are idle but for the
+  // probes an idle worker gets.
+  SharedHost h{{0.01, 0.01, 0.0, 0.0}, {0.0, 0.0, 0.5, 0.5}};
+  h.cores = 1.0;
+  Placement place;
+  place.host = {0, 0, kNoHost, kNoHost}, place.cpus.assign(4, 1.0), place.host_cores = {1.0};
+  auto p = adaptive(4, 40, place);
+  std::vector<double> modeled;
+  for (int s = 0; s < 80; ++s) {
+    p->observe(h.step(p->split()));
+    if (s >= 20) modeled.push_back(h.modeled);
+  }
+  std::nth_element(modeled.begin(), modeled.begin() + static_cast<std::ptrdiff_t>(modeled.size() / 2), modeled.end());
+  EXPECT_NEAR(modeled[modeled.size() / 2], 0.4, 0.01) << ::testing::PrintToString(p->split());
+}
+
 }  // namespace
 }  // namespace hetrain::alloc

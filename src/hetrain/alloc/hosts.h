@@ -49,6 +49,16 @@ class HostCostModel final : public StepCostModel {
   double alone(std::size_t, double) const override { return -1.0; }
   // Each worker's predicted finish time under `split`.
   std::vector<double> finish_times(const std::vector<std::size_t>& split) const;
+  // Settles the devices beside the hosts: single samples move between a
+  // device and a host or another device (host_search.cc).
+  bool improve(const Bounds& bounds, const std::vector<bool>& movable, std::vector<std::size_t>& split) const override;
+  // What that search reads.
+  struct Parts {
+    const StepCostModel& model;
+    const std::vector<HostUnit>& units;
+    const std::vector<double>& cores;
+    const std::vector<std::vector<std::size_t>>& workers_by_host;
+  };
 
  private:
   void order_by_tier(std::vector<std::size_t>& host) const;

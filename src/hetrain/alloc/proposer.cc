@@ -228,6 +228,38 @@ void Proposer::keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedS
   best.split = std::move(split), best.makespan = makespan;
 }
 
+// Where workers are priced only together (an oversubscribed host), no
+// single sample moves after rounding (solve's settle prices each worker
+// alone), so a device beside the hosts keeps a sample it cannot afford or
+// misses one it could take. The model's own moves for them (improve, from
+// the rounded split and from the split running, which stays where it is a
+// local best) are kept only where they beat the rounded split by more than
+// the error of the workers whose shares they change: over point estimates,
+// splits closer than that are told apart by noise, and identical workers of
+// different units would be taken to different optima. A worker whose line
+// is not settled is known to no error at another batch (one sample cannot
+// tell its overhead from its slope), so no move of its share is kept.
+void Proposer::settle_beside_hosts(const Estimator& e, const Plan& p, const StepCostModel& m,
+                                   const std::vector<std::size_t>& incumbent, double now, SolvedSplit& best) const {
+  if (m.workers() == 0 || m.alone(0, 1.0) >= 0.0) return;  // rounding settled every worker (solve)
+  std::vector<bool> settled(m.workers());
+  for (std::size_t i = 0; i < settled.size(); ++i) settled[i] = e.settled(i);
+  SolvedSplit found = best;
+  if (m.improve(bounds_, settled, found.split)) found.makespan = m.makespan(found.split);
+  std::size_t held = 0;
+  bool within = incumbent.size() == m.workers();
+  for (const std::size_t b : incumbent) held += b, within = within && b >= bounds_.min_local && b <= bounds_.max_local;
+  if (within && held == global_batch_) {
+    std::vector<std::size_t> from = incumbent;
+    const double makespan = m.improve(bounds_, settled, from) ? m.makespan(from) : now;
+    if (!(makespan > found.makespan)) found = {std::move(from), makespan};  // a tie keeps the split running
+  }
+  double error = 0.0;
+  for (std::size_t i = 0; i < found.split.size(); ++i)
+    if (found.split[i] != best.split[i]) error = std::max(error, p.key[i].error);
+  if (found.makespan < best.makespan * (1.0 - error)) best = std::move(found);
+}
+
 Proposal Proposer::propose(const Estimator& e, const std::vector<std::size_t>& incumbent) {
   const Plan p = plan(e, incumbent);
   const std::vector<std::size_t> unit_of = grouper_.group(p.key);
@@ -235,11 +267,13 @@ Proposal Proposer::propose(const Estimator& e, const std::vector<std::size_t>& i
   const std::vector<std::size_t> tier_of = hosts_ ? tiers_.group(p.cpu_key) : std::vector<std::size_t>{};
   const std::unique_ptr<StepCostModel> m = model(p, unit_of, tier_of);
   SolvedSplit best = solve(*m, global_batch_, bounds_);
+  const double now = m->makespan(incumbent);
+  settle_beside_hosts(e, p, *m, incumbent, now, best);
   keep_in_sight(e, *m, best);
   Proposal out;
   out.split = std::move(best.split);
   out.best = best.makespan;
-  out.now = m->makespan(incumbent);
+  out.now = now;
   out.error = p.error;
   return out;
 }

@@ -10,7 +10,9 @@
 //   host, a second Grouper on CPU cost alone makes the tiers (hosts.h).
 // - Workers that share an oversubscribed host (placement) are planned by
 //   processor sharing of its cores (hosts.h), the others as independent
-//   devices (device_cost.h), over the one solver (solver.h).
+//   devices (device_cost.h), over the one solver (solver.h). Beside such
+//   hosts, the devices' rounded shares are settled by the model's own moves
+//   of single samples, kept only beyond the estimates' error.
 #pragma once
 
 #include <cstddef>
@@ -51,6 +53,8 @@ class Proposer {
   std::vector<double> key_batches(const std::vector<std::size_t>& incumbent, double typical) const;
   std::size_t klass_of(std::size_t worker, bool cpu) const;
   void with_kinds(std::vector<GroupKey>& keys) const;
+  void settle_beside_hosts(const Estimator& e, const Plan& p, const StepCostModel& m,
+                           const std::vector<std::size_t>& incumbent, double now, SolvedSplit& best) const;
   void keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedSplit& best) const;
   std::unique_ptr<StepCostModel> model(const Plan& p, const std::vector<std::size_t>& unit_of,
                                        const std::vector<std::size_t>& tier_of) const;

@@ -48,6 +48,15 @@ class StepCostModel {
   // The finish time of one member of `unit` given b samples, where that does
   // not depend on the other workers; negative where it does.
   virtual double alone(std::size_t unit, double b) const = 0;
+  // Where workers are priced only together (alone() < 0), solve cannot
+  // settle the rounded split: this settles the workers the model can still
+  // price alone, moving single samples to or from them while that ends the
+  // step sooner; only workers `movable` says (empty: all) give or take.
+  // Elsewhere it does nothing. Returns whether any sample moved.
+  virtual bool improve(const Bounds& /*bounds*/, const std::vector<bool>& /*movable*/,
+                       std::vector<std::size_t>& /*split*/) const {
+    return false;
+  }
 
  private:
   std::vector<std::size_t> unit_of_, count_;
