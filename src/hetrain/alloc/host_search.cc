@@ -78,9 +78,16 @@ Settle::Settle(const HostCostModel::Parts& parts, const Bounds& bounds, const st
     const std::size_t h = parts.units[unit_of(i)].host;
     segment_of_[i] = h == kNoHost ? hosts_ + i : h;
   }
-  for (std::size_t h = 0; h < hosts_; ++h) push(h);
-  for (std::size_t i = 0; i < n; ++i)
-    if (device(segment_of_[i])) push(segment_of_[i]);
+  // Every segment's entries at once, heaped in O(N): a decision builds this twice.
+  std::vector<Entry> last, devices;
+  for (std::size_t s = 0; s < hosts_ + n; ++s) {
+    if (device(s) && segment_of_[s - hosts_] != s) continue;  // a host's worker
+    last.emplace_back(finish(s), s, 0);
+    const std::size_t i = s - hosts_;
+    if (device(s) && this->movable(i) && split_[i] < bounds_.max_local) devices.emplace_back(finish_with(s, i, 1), s, 0);
+  }
+  last_ = std::priority_queue<Entry>(std::less<Entry>(), std::move(last));
+  devices_ = Earliest(std::greater<>(), std::move(devices));
 }
 
 double Settle::finish(std::size_t s) const {

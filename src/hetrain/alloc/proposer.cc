@@ -249,7 +249,7 @@ void Proposer::settle_beside_hosts(const Estimator& e, const Plan& p, const Step
   std::size_t held = 0;
   bool within = incumbent.size() == m.workers();
   for (const std::size_t b : incumbent) held += b, within = within && b >= bounds_.min_local && b <= bounds_.max_local;
-  if (within && held == global_batch_) {
+  if (within && held == global_batch_ && incumbent != best.split) {  // else the same end
     std::vector<std::size_t> from = incumbent;
     const double makespan = m.improve(bounds_, settled, from) ? m.makespan(from) : now;
     if (!(makespan > found.makespan)) found = {std::move(from), makespan};  // a tie keeps the split running
