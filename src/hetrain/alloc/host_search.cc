@@ -78,7 +78,7 @@ Settle::Settle(const HostCostModel::Parts& parts, const Bounds& bounds, const st
     const std::size_t h = parts.units[unit_of(i)].host;
     segment_of_[i] = h == kNoHost ? hosts_ + i : h;
   }
-  // Every segment's entries at once, heaped in O(N): a decision builds this twice.
+  // Every segment's entries at once, heaped in O(N): a decision may build this twice.
   std::vector<Entry> last, devices;
   for (std::size_t s = 0; s < hosts_ + n; ++s) {
     if (device(s) && segment_of_[s - hosts_] != s) continue;  // a host's worker
