@@ -238,7 +238,7 @@ void Proposer::keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedS
 // splits closer than that are told apart by noise, and identical workers of
 // different units would be taken to different optima. A worker whose line
 // is not settled is known to no error at another batch (one sample cannot
-// tell its overhead from its slope), so no move of its share is kept.
+// tell its overhead from its slope), so its share does not move.
 void Proposer::settle_beside_hosts(const Estimator& e, const Plan& p, const StepCostModel& m,
                                    const std::vector<std::size_t>& incumbent, double now, SolvedSplit& best) const {
   if (m.workers() == 0 || m.alone(0, 1.0) >= 0.0) return;  // rounding settled every worker (solve)
