@@ -91,25 +91,9 @@ Settle::Settle(const HostCostModel::Parts& parts, const Bounds& bounds, const st
 }
 
 double Settle::finish(std::size_t s) const {
-  if (device(s)) {
-    const std::size_t i = s - hosts_;
-    const HostUnit& u = p_.units[unit_of(i)];
-    const auto b = static_cast<double>(split_[i]);
-    return b > 0.0 ? u.wall_overhead + b * u.wall_per_sample : 0.0;
-  }
-  work_.clear(), cap_.clear();
-  for (const std::size_t i : members(s)) {
-    work_.push_back(p_.units[unit_of(i)].cpu(static_cast<double>(split_[i])));
-    cap_.push_back(p_.units[unit_of(i)].cpus);
-  }
-  const std::vector<double> done = share_cores(work_, cap_, p_.cores[s]);
-  double latest = 0.0;
-  for (std::size_t k = 0; k < members(s).size(); ++k) {
-    const std::size_t i = members(s)[k];
-    const auto b = static_cast<double>(split_[i]);
-    if (b > 0.0) latest = std::max(latest, done[k] + p_.units[unit_of(i)].wait(b));
-  }
-  return latest;
+  if (device(s)) return p_.units[unit_of(s - hosts_)].wall(static_cast<double>(split_[s - hosts_]));
+  const std::vector<double> done = p_.model.host_finish_times(s, split_, work_, cap_);
+  return done.empty() ? 0.0 : *std::max_element(done.begin(), done.end());
 }
 
 // The segment's finish with `samples` more (or fewer) for one worker.

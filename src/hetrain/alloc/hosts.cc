@@ -175,27 +175,30 @@ double HostCostModel::upper_time(double total) const {
   return t;
 }
 
+std::vector<double> HostCostModel::host_finish_times(std::size_t h, const std::vector<std::size_t>& split,
+                                                     std::vector<double>& work, std::vector<double>& cap) const {
+  const std::vector<std::size_t>& members = workers_by_host_[h];
+  work.clear(), cap.clear();
+  for (const std::size_t i : members) {
+    work.push_back(units_[unit_of(i)].cpu(static_cast<double>(split[i])));
+    cap.push_back(units_[unit_of(i)].cpus);
+  }
+  std::vector<double> finish = share_cores(work, cap, cores_[h]);
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    const auto b = static_cast<double>(split[members[k]]);
+    finish[k] = b > 0.0 ? finish[k] + units_[unit_of(members[k])].wait(b) : 0.0;
+  }
+  return finish;
+}
+
 std::vector<double> HostCostModel::finish_times(const std::vector<std::size_t>& split) const {
   std::vector<double> finish(split.size(), 0.0);
-  for (std::size_t i = 0; i < split.size(); ++i) {
-    const HostUnit& u = units_[unit_of(i)];
-    const auto b = static_cast<double>(split[i]);
-    if (u.host == kNoHost && b > 0.0) finish[i] = u.wall_overhead + b * u.wall_per_sample;
-  }
+  for (std::size_t i = 0; i < split.size(); ++i)
+    if (const HostUnit& u = units_[unit_of(i)]; u.host == kNoHost) finish[i] = u.wall(static_cast<double>(split[i]));
   std::vector<double> work, cap;  // one host's, reused: a decision prices splits of every host several times
   for (std::size_t h = 0; h < cores_.size(); ++h) {
-    const std::vector<std::size_t>& members = workers_by_host_[h];
-    work.clear(), cap.clear();
-    for (const std::size_t i : members) {
-      work.push_back(units_[unit_of(i)].cpu(static_cast<double>(split[i])));
-      cap.push_back(units_[unit_of(i)].cpus);
-    }
-    const std::vector<double> done = share_cores(work, cap, cores_[h]);
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      const std::size_t i = members[k];
-      const auto b = static_cast<double>(split[i]);
-      finish[i] = b > 0.0 ? done[k] + units_[unit_of(i)].wait(b) : 0.0;
-    }
+    const std::vector<double> done = host_finish_times(h, split, work, cap);
+    for (std::size_t k = 0; k < done.size(); ++k) finish[workers_by_host_[h][k]] = done[k];
   }
   return finish;
 }

@@ -27,6 +27,7 @@ struct HostUnit {
   static constexpr std::size_t kOwnTier = static_cast<std::size_t>(-1);
   double cpu(double b) const { return b > 0.0 ? cpu_overhead + b * cpu_per_sample : 0.0; }
   double wait(double b) const { return b > 0.0 ? wait_overhead + b * wait_per_sample : 0.0; }
+  double wall(double b) const { return b > 0.0 ? wall_overhead + b * wall_per_sample : 0.0; }
 };
 
 // Terms: by a common finish time T the workers of host h have C_h T
@@ -49,12 +50,16 @@ class HostCostModel final : public StepCostModel {
   double alone(std::size_t, double) const override { return -1.0; }
   // Each worker's predicted finish time under `split`.
   std::vector<double> finish_times(const std::vector<std::size_t>& split) const;
+  // The finish times of host h's workers (in rank order) under `split`;
+  // `work` and `cap` are scratch a caller pricing many splits reuses.
+  std::vector<double> host_finish_times(std::size_t h, const std::vector<std::size_t>& split, std::vector<double>& work,
+                                        std::vector<double>& cap) const;
   // Settles the devices beside the hosts: single samples move between a
   // device and a host or another device (host_search.cc).
   bool improve(const Bounds& bounds, const std::vector<bool>& movable, std::vector<std::size_t>& split) const override;
   // What that search reads.
   struct Parts {
-    const StepCostModel& model;
+    const HostCostModel& model;
     const std::vector<HostUnit>& units;
     const std::vector<double>& cores;
     const std::vector<std::vector<std::size_t>>& workers_by_host;
