@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "hetrain/alloc/device_cost.h"
@@ -221,9 +222,12 @@ TEST(HostSearch, DevicesTooSlowForOneSampleBesideASaturatedHostGetNone) {
   ASSERT_EQ(rounded.split, (std::vector<std::size_t>{19, 19, 1, 1}));
   EXPECT_NEAR(rounded.makespan, 0.5, 1e-9);
   std::vector<std::size_t> split = rounded.split;
-  m.improve({}, {}, split);
+  const std::optional<double> settled = m.improve({}, {}, split);
   EXPECT_EQ(split, (std::vector<std::size_t>{20, 20, 0, 0}));
   EXPECT_NEAR(m.makespan(split), 0.4, 1e-9);
+  ASSERT_TRUE(settled.has_value());
+  EXPECT_EQ(*settled, m.makespan(split));  // what it returns is the model's own price
+  EXPECT_FALSE(m.improve({}, {}, split).has_value());  // settled: nothing moves
 }
 
 // Random clusters of two hosts and some devices, units of one to three
@@ -250,11 +254,12 @@ TEST(HostSearch, EndsWhereNoMoveOfOneSampleToOrFromADeviceLowersTheMakespan) {
     const HostCostModel m(unit, units, {1.0 + static_cast<double>(rng() % 3), 2.0});
     const SolvedSplit rounded = solve(m, total, bounds);
     std::vector<std::size_t> split = rounded.split, again = rounded.split;
-    m.improve(bounds, {}, split);
+    const std::optional<double> moved = m.improve(bounds, {}, split);
     m.improve(bounds, {}, again);
     EXPECT_EQ(split, again);
     ASSERT_EQ(sum(split), total);
     const double makespan = m.makespan(split);
+    EXPECT_EQ(moved.value_or(rounded.makespan), makespan);  // the makespan it reports, or none where none moved
     EXPECT_LE(makespan, rounded.makespan * (1.0 + 1e-12));
     faster += makespan < rounded.makespan * (1.0 - 1e-9) ? 1 : 0;
     std::vector<std::size_t> most(units.size(), 0), least(units.size(), total);

@@ -38,6 +38,8 @@ class Settle {
          std::vector<std::size_t>& split);
   // Makes one move; false when none is left.
   bool step();
+  // The latest segment's finish: the split's makespan.
+  double makespan() { return top(last_) ? std::get<0>(last_.top()) : 0.0; }
 
  private:
   using Entry = std::tuple<double, std::size_t, std::size_t>;  // finish, segment, stamp
@@ -65,7 +67,7 @@ class Settle {
   using Earliest = std::priority_queue<Entry, std::vector<Entry>, std::greater<>>;
   std::priority_queue<Entry> last_;         // segments by finish
   Earliest devices_, hosts_first_;          // takers by their segment's finish with one sample more
-  mutable std::vector<double> work_, cap_;  // one host's, reused
+  mutable HostScratch scratch_;             // one host's pricing, reused
   std::vector<std::size_t> edge_;           // by unit
 };
 
@@ -92,7 +94,7 @@ Settle::Settle(const HostCostModel::Parts& parts, const Bounds& bounds, const st
 
 double Settle::finish(std::size_t s) const {
   if (device(s)) return p_.units[unit_of(s - hosts_)].wall(static_cast<double>(split_[s - hosts_]));
-  const std::vector<double> done = p_.model.host_finish_times(s, split_, work_, cap_);
+  const std::vector<double>& done = p_.model.host_finish_times(s, split_, scratch_);
   return done.empty() ? 0.0 : *std::max_element(done.begin(), done.end());
 }
 
@@ -179,11 +181,11 @@ bool Settle::step() {
 
 }  // namespace
 
-bool HostCostModel::improve(const Bounds& bounds, const std::vector<bool>& movable,
-                            std::vector<std::size_t>& split) const {
+std::optional<double> HostCostModel::improve(const Bounds& bounds, const std::vector<bool>& movable,
+                                             std::vector<std::size_t>& split) const {
   HETRAIN_ENFORCE_EQ(split.size(), workers());
   if (!movable.empty()) HETRAIN_ENFORCE_EQ(movable.size(), workers());
-  if (devices_.empty()) return false;  // every move involves a device
+  if (devices_.empty()) return std::nullopt;  // every move involves a device
   const Parts parts{*this, units_, cores_, workers_by_host_};
   Settle settle(parts, bounds, movable, split);
   // The cap only guards against a loop of rounding error: two passes over
@@ -191,7 +193,7 @@ bool HostCostModel::improve(const Bounds& bounds, const std::vector<bool>& movab
   std::size_t samples = 0, moves = 0;
   for (const std::size_t b : split) samples += b;
   while (moves < 2 * (samples + split.size()) && settle.step()) ++moves;
-  return moves > 0;
+  return moves > 0 ? std::optional<double>(settle.makespan()) : std::nullopt;
 }
 
 }  // namespace hetrain::alloc

@@ -25,13 +25,7 @@ double own_capacity(const HostUnit& u, double t, const RealBounds& r) {
   return std::clamp(room / per, r.lo, r.hi);
 }
 
-// One class of workers with the same cap: sorted by work, served alike.
-struct CapClass {
-  double cap = 0.0;
-  std::size_t head = 0, end = 0;  // the unfinished members: order[head, end)
-  double served = 0.0;            // CPU-seconds each unfinished member has had
-  double rate = 0.0;
-};
+using CapClass = CoreShare::CapClass;
 
 // Max-min fair rates of the classes (ascending cap) on `cores`.
 void fair_rates(std::vector<CapClass>& classes, double cores) {
@@ -49,15 +43,22 @@ void fair_rates(std::vector<CapClass>& classes, double cores) {
 
 std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
                                 double cores) {
+  CoreShare scratch;
+  return share_cores(work, cap, cores, scratch);
+}
+
+const std::vector<double>& share_cores(const std::vector<double>& work, const std::vector<double>& cap, double cores,
+                                       CoreShare& scratch) {
   HETRAIN_ENFORCE_EQ(work.size(), cap.size());
-  std::vector<double> finish(work.size(), 0.0);
-  std::vector<std::size_t> order;
+  std::vector<double>& finish = scratch.finish;
+  std::vector<std::size_t>& order = scratch.order;
+  std::vector<CapClass>& classes = scratch.classes;
+  finish.assign(work.size(), 0.0), order.clear(), classes.clear();
   for (std::size_t i = 0; i < work.size(); ++i)
     if (work[i] > 0.0) order.push_back(i);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return cap[a] != cap[b] ? cap[a] < cap[b] : work[a] < work[b];
   });
-  std::vector<CapClass> classes;
   for (std::size_t k = 0; k < order.size(); ++k) {
     if (classes.empty() || cap[order[k]] != classes.back().cap) classes.push_back({cap[order[k]], k, k});
     classes.back().end = k + 1;
@@ -175,15 +176,17 @@ double HostCostModel::upper_time(double total) const {
   return t;
 }
 
-std::vector<double> HostCostModel::host_finish_times(std::size_t h, const std::vector<std::size_t>& split,
-                                                     std::vector<double>& work, std::vector<double>& cap) const {
+const std::vector<double>& HostCostModel::host_finish_times(std::size_t h, const std::vector<std::size_t>& split,
+                                                            HostScratch& scratch) const {
   const std::vector<std::size_t>& members = workers_by_host_[h];
+  std::vector<double>&work = scratch.work, &cap = scratch.cap;
   work.clear(), cap.clear();
   for (const std::size_t i : members) {
     work.push_back(units_[unit_of(i)].cpu(static_cast<double>(split[i])));
     cap.push_back(units_[unit_of(i)].cpus);
   }
-  std::vector<double> finish = share_cores(work, cap, cores_[h]);
+  std::vector<double>& finish = scratch.share.finish;
+  share_cores(work, cap, cores_[h], scratch.share);
   for (std::size_t k = 0; k < members.size(); ++k) {
     const auto b = static_cast<double>(split[members[k]]);
     finish[k] = b > 0.0 ? finish[k] + units_[unit_of(members[k])].wait(b) : 0.0;
@@ -195,9 +198,9 @@ std::vector<double> HostCostModel::finish_times(const std::vector<std::size_t>& 
   std::vector<double> finish(split.size(), 0.0);
   for (std::size_t i = 0; i < split.size(); ++i)
     if (const HostUnit& u = units_[unit_of(i)]; u.host == kNoHost) finish[i] = u.wall(static_cast<double>(split[i]));
-  std::vector<double> work, cap;  // one host's, reused: a decision prices splits of every host several times
+  HostScratch scratch;  // one host's, reused: a decision prices splits of every host several times
   for (std::size_t h = 0; h < cores_.size(); ++h) {
-    const std::vector<double> done = host_finish_times(h, split, work, cap);
+    const std::vector<double>& done = host_finish_times(h, split, scratch);
     for (std::size_t k = 0; k < done.size(); ++k) finish[workers_by_host_[h][k]] = done[k];
   }
   return finish;

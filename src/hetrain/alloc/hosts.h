@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "hetrain/alloc/policy.h"
@@ -30,6 +31,25 @@ struct HostUnit {
   double wall(double b) const { return b > 0.0 ? wall_overhead + b * wall_per_sample : 0.0; }
 };
 
+// Working space of share_cores: a decision prices every host several times,
+// and fresh vectors for each pricing were a tenth of a 1,024-worker decision.
+struct CoreShare {
+  struct CapClass {  // workers with one cap: sorted by work, served alike
+    double cap = 0.0;
+    std::size_t head = 0, end = 0;  // the unfinished members: order[head, end)
+    double served = 0.0;            // CPU-seconds each unfinished member has had
+    double rate = 0.0;
+  };
+  std::vector<double> finish;
+  std::vector<std::size_t> order;
+  std::vector<CapClass> classes;
+};
+// ... and of pricing one host of a HostCostModel.
+struct HostScratch {
+  std::vector<double> work, cap;
+  CoreShare share;
+};
+
 // Terms: by a common finish time T the workers of host h have C_h T
 // CPU-seconds together, and each alone could take o_i(T) samples (its CPUs and
 // its time off the CPU, within the bounds). The most samples that budget buys
@@ -50,13 +70,14 @@ class HostCostModel final : public StepCostModel {
   double alone(std::size_t, double) const override { return -1.0; }
   // Each worker's predicted finish time under `split`.
   std::vector<double> finish_times(const std::vector<std::size_t>& split) const;
-  // The finish times of host h's workers (in rank order) under `split`;
-  // `work` and `cap` are scratch a caller pricing many splits reuses.
-  std::vector<double> host_finish_times(std::size_t h, const std::vector<std::size_t>& split, std::vector<double>& work,
-                                        std::vector<double>& cap) const;
+  // The finish times of host h's workers (in rank order) under `split`, in
+  // `scratch` (a caller pricing many splits reuses it).
+  const std::vector<double>& host_finish_times(std::size_t h, const std::vector<std::size_t>& split,
+                                               HostScratch& scratch) const;
   // Settles the devices beside the hosts: single samples move between a
   // device and a host or another device (host_search.cc).
-  bool improve(const Bounds& bounds, const std::vector<bool>& movable, std::vector<std::size_t>& split) const override;
+  std::optional<double> improve(const Bounds& bounds, const std::vector<bool>& movable,
+                                std::vector<std::size_t>& split) const override;
   // What that search reads.
   struct Parts {
     const HostCostModel& model;
@@ -82,5 +103,9 @@ class HostCostModel final : public StepCostModel {
 // (0 for no work). O(k log k + k x distinct caps).
 std::vector<double> share_cores(const std::vector<double>& work, const std::vector<double>& cap,
                                 double cores);
+// The same into `scratch` (its finish times, returned), whose memory a caller
+// pricing many splits reuses.
+const std::vector<double>& share_cores(const std::vector<double>& work, const std::vector<double>& cap, double cores,
+                                       CoreShare& scratch);
 
 }  // namespace hetrain::alloc

@@ -245,13 +245,13 @@ void Proposer::settle_beside_hosts(const Estimator& e, const Plan& p, const Step
   std::vector<bool> settled(m.workers());
   for (std::size_t i = 0; i < settled.size(); ++i) settled[i] = e.settled(i);
   SolvedSplit found = best;
-  if (m.improve(bounds_, settled, found.split)) found.makespan = m.makespan(found.split);
+  if (const std::optional<double> t = m.improve(bounds_, settled, found.split)) found.makespan = *t;
   std::size_t held = 0;
   bool within = incumbent.size() == m.workers();
   for (const std::size_t b : incumbent) held += b, within = within && b >= bounds_.min_local && b <= bounds_.max_local;
   if (within && held == global_batch_ && incumbent != best.split) {  // else the same end
     std::vector<std::size_t> from = incumbent;
-    const double makespan = m.improve(bounds_, settled, from) ? m.makespan(from) : now;
+    const double makespan = m.improve(bounds_, settled, from).value_or(now);
     if (!(makespan > found.makespan)) found = {std::move(from), makespan};  // a tie keeps the split running
   }
   double error = 0.0;

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "hetrain/alloc/split.h"
@@ -52,10 +53,11 @@ class StepCostModel {
   // settle the rounded split: this settles the workers the model can still
   // price alone, moving single samples to or from them while that ends the
   // step sooner; only workers `movable` says (empty: all) give or take.
-  // Elsewhere it does nothing. Returns whether any sample moved.
-  virtual bool improve(const Bounds& /*bounds*/, const std::vector<bool>& /*movable*/,
-                       std::vector<std::size_t>& /*split*/) const {
-    return false;
+  // Elsewhere it does nothing. Returns the makespan of the split it leaves,
+  // or nothing where no sample moved.
+  virtual std::optional<double> improve(const Bounds& /*bounds*/, const std::vector<bool>& /*movable*/,
+                                        std::vector<std::size_t>& /*split*/) const {
+    return std::nullopt;
   }
 
  private:
