@@ -31,7 +31,11 @@ constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 // decision several milliseconds (docs/allocation.md). Every move lowers the
 // sorted segment finishes lexicographically, so settling ends. Heaps with
 // stamps that mark stale entries, as settle's: a move reprices two segments
-// and costs O(log N + u k log k) for u units on a host of k workers.
+// and costs O(log N + u k log k) for u units on a host of k workers. A host
+// taker is priced lazily: its finish now bounds its finish with a sample
+// more from below (sharing is monotone in the work), so only hosts whose
+// bound beats the best taker priced so far are priced (a decision priced
+// every host's taker at the first device that finished last).
 class Settle {
  public:
   Settle(const HostCostModel::Parts& parts, const Bounds& bounds, const std::vector<bool>& movable,
@@ -43,6 +47,8 @@ class Settle {
 
  private:
   using Entry = std::tuple<double, std::size_t, std::size_t>;  // finish, segment, stamp
+  // A host taker: its finish with a sample more, or (not priced) its finish now.
+  using HostEntry = std::tuple<double, std::size_t, std::size_t, bool>;  // ..., priced
   std::size_t unit_of(std::size_t worker) const { return p_.model.unit_of(worker); }
   bool device(std::size_t s) const { return s >= hosts_; }
   const std::vector<std::size_t>& members(std::size_t host) const { return p_.workers_by_host[host]; }
@@ -50,7 +56,7 @@ class Settle {
   double finish_with(std::size_t segment, std::size_t worker, int samples);
   std::size_t edge(std::size_t host, bool fullest);
   void push(std::size_t segment);
-  void push_taker(std::size_t host);
+  void price_taker(std::size_t host);
   bool movable(std::size_t worker) const { return movable_.empty() || movable_[worker]; }
   template <class Queue>
   bool top(Queue& q) const;
@@ -62,11 +68,13 @@ class Settle {
   std::vector<std::size_t>& split_;
   std::size_t hosts_ = 0;
   std::vector<std::size_t> segment_of_, stamp_;  // by worker; stamps by segment
+  std::vector<double> finish_;                   // by segment: its finish now
   std::vector<std::size_t> taker_;               // by host: its best taker, or kNone
   bool hosts_take_ = false;  // the hosts' takers are priced (only once a device is the last to finish)
   using Earliest = std::priority_queue<Entry, std::vector<Entry>, std::greater<>>;
-  std::priority_queue<Entry> last_;         // segments by finish
-  Earliest devices_, hosts_first_;          // takers by their segment's finish with one sample more
+  std::priority_queue<Entry> last_;  // segments by finish
+  Earliest devices_;                 // device takers by their finish with one sample more
+  std::priority_queue<HostEntry, std::vector<HostEntry>, std::greater<>> hosts_first_;  // ... host takers
   mutable HostScratch scratch_;             // one host's pricing, reused
   std::vector<std::size_t> edge_;           // by unit
 };
@@ -75,7 +83,8 @@ Settle::Settle(const HostCostModel::Parts& parts, const Bounds& bounds, const st
                std::vector<std::size_t>& split)
     : p_(parts), bounds_(bounds), movable_(movable), split_(split), hosts_(parts.cores.size()) {
   const std::size_t n = split.size();
-  segment_of_.resize(n), stamp_.assign(hosts_ + n, 0), taker_.assign(hosts_, kNone), edge_.assign(parts.units.size(), kNone);
+  segment_of_.resize(n), stamp_.assign(hosts_ + n, 0), finish_.assign(hosts_ + n, 0.0);
+  taker_.assign(hosts_, kNone), edge_.assign(parts.units.size(), kNone);
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t h = parts.units[unit_of(i)].host;
     segment_of_[i] = h == kNoHost ? hosts_ + i : h;
@@ -84,7 +93,8 @@ Settle::Settle(const HostCostModel::Parts& parts, const Bounds& bounds, const st
   std::vector<Entry> last, devices;
   for (std::size_t s = 0; s < hosts_ + n; ++s) {
     if (device(s) && segment_of_[s - hosts_] != s) continue;  // a host's worker
-    last.emplace_back(finish(s), s, 0);
+    finish_[s] = finish(s);
+    last.emplace_back(finish_[s], s, 0);
     const std::size_t i = s - hosts_;
     if (device(s) && this->movable(i) && split_[i] < bounds_.max_local) devices.emplace_back(finish_with(s, i, 1), s, 0);
   }
@@ -131,18 +141,19 @@ std::size_t Settle::edge(std::size_t h, bool fullest) {
 
 void Settle::push(std::size_t s) {
   ++stamp_[s];
-  last_.emplace(finish(s), s, stamp_[s]);
+  finish_[s] = finish(s);
+  last_.emplace(finish_[s], s, stamp_[s]);
   if (device(s)) {
     const std::size_t i = s - hosts_;
     if (movable(i) && split_[i] < bounds_.max_local) devices_.emplace(finish_with(s, i, 1), s, stamp_[s]);
     return;
   }
-  if (hosts_take_) push_taker(s);
+  if (hosts_take_) hosts_first_.emplace(finish_[s], s, stamp_[s], false);
 }
 
-void Settle::push_taker(std::size_t h) {
+void Settle::price_taker(std::size_t h) {
   taker_[h] = edge(h, false);
-  if (taker_[h] != kNone) hosts_first_.emplace(finish_with(h, taker_[h], 1), h, stamp_[h]);
+  if (taker_[h] != kNone) hosts_first_.emplace(finish_with(h, taker_[h], 1), h, stamp_[h], true);
 }
 
 template <class Queue>
@@ -158,12 +169,18 @@ std::size_t Settle::taker(std::size_t c, double t_give) {
   std::size_t to = kNone;
   if (top(devices_) && std::get<0>(devices_.top()) < best && std::get<1>(devices_.top()) != c)
     best = std::get<0>(devices_.top()), to = std::get<1>(devices_.top()) - hosts_;
-  if (device(c) && !hosts_take_) {
+  if (!device(c)) return to;
+  if (!hosts_take_) {
     hosts_take_ = true;
-    for (std::size_t h = 0; h < hosts_; ++h) push_taker(h);
+    for (std::size_t h = 0; h < hosts_; ++h) hosts_first_.emplace(finish_[h], h, stamp_[h], false);
   }
-  if (device(c) && top(hosts_first_) && std::get<0>(hosts_first_.top()) < best)
-    to = taker_[std::get<1>(hosts_first_.top())];
+  // Price the hosts whose bound is below the best so far, earliest first.
+  while (top(hosts_first_) && std::get<0>(hosts_first_.top()) < best && !std::get<3>(hosts_first_.top())) {
+    const std::size_t h = std::get<1>(hosts_first_.top());
+    hosts_first_.pop();
+    price_taker(h);
+  }
+  if (top(hosts_first_) && std::get<0>(hosts_first_.top()) < best) to = taker_[std::get<1>(hosts_first_.top())];
   return to;
 }
 
