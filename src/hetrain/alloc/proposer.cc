@@ -49,7 +49,10 @@ Proposer::Proposer(std::size_t global_batch, Bounds bounds, Placement placement,
       hosts_(placement_.oversubscribed()),
       kinds_(std::any_of(placement_.kind.begin(), placement_.kind.end(), [](std::size_t k) { return k != 0; })),
       grouper_(tuning),
-      tiers_(tuning) {}
+      tiers_(tuning) {
+  for (std::size_t i = 0; hosts_ && i < placement_.host.size(); ++i)
+    if (placement_.host[i] != kNoHost) hosted_.push_back(i);
+}
 
 bool Proposer::on_cpu(std::size_t i) const { return hosts_ && placement_.host[i] != kNoHost; }
 
@@ -62,7 +65,7 @@ std::vector<bool> Proposer::on_cpu() const {
 struct Proposer::Plan {
   std::vector<HostUnit> line;  // by worker, noise margin and optimism applied
   std::vector<GroupKey> key;
-  std::vector<GroupKey> cpu_key;  // CPU-seconds per sample on a host (tiers)
+  std::vector<GroupKey> cpu_key;  // CPU-seconds per sample on a host (tiers), by Proposer::hosted_
   double error = 0.0;
 };
 
@@ -95,8 +98,8 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
   const double margin = expected_max_normal(2);
   const std::vector<double> key_at = key_batches(incumbent, typical);
   Plan p;
-  p.line.resize(n), p.key.resize(n), p.cpu_key.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
+  p.line.resize(n), p.key.resize(n), p.cpu_key.resize(hosted_.size());
+  for (std::size_t i = 0, hosted = 0; i < n; ++i) {
     const LineEstimate& w = e.wall(i);
     const bool cpu = on_cpu(i) && e.cpu(i).known();
     HostUnit& u = p.line[i];
@@ -138,12 +141,13 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     p.key[i] = {std::max(before / at, 1e-15), err, klass, reach};
     // The resource a saturated host rations is its CPU: tiers compare that
     // alone, on the same host whatever the CPUs.
-    p.cpu_key[i] = {cpu ? std::max(u.cpu(at) / (f * at), 1e-15) : 1.0, cpu ? main.error(at) : 0.0,
-                    cpu ? u.host + 1 : 0, cpu ? main.reach(tuning_) : 0.0};
+    if (hosted < hosted_.size() && hosted_[hosted] == i)
+      p.cpu_key[hosted++] = {cpu ? std::max(u.cpu(at) / (f * at), 1e-15) : 1.0, cpu ? main.error(at) : 0.0,
+                             cpu ? u.host + 1 : 0, cpu ? main.reach(tuning_) : 0.0};
     if (incumbent[i] > 0) p.error = std::max(p.error, err);
   }
   with_kinds(p.key);
-  if (hosts_) with_kinds(p.cpu_key);
+  if (hosts_) with_kinds(p.cpu_key, hosted_);
   return p;
 }
 
@@ -170,7 +174,7 @@ std::size_t Proposer::klass_of(std::size_t i, bool cpu) const {
 // Each key's class refined by its worker's kind: equal (class, kind) pairs,
 // equal classes; workers of different kinds are never alike. O(N): a hash
 // map of the pairs seen (nothing to do where no kind is said).
-void Proposer::with_kinds(std::vector<GroupKey>& keys) const {
+void Proposer::with_kinds(std::vector<GroupKey>& keys, const std::vector<std::size_t>& ranks) const {
   if (!kinds_) return;
   struct PairHash {
     std::size_t operator()(const std::pair<std::size_t, std::size_t>& p) const {
@@ -179,7 +183,8 @@ void Proposer::with_kinds(std::vector<GroupKey>& keys) const {
   };
   std::unordered_map<std::pair<std::size_t, std::size_t>, std::size_t, PairHash> ids;
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    const auto [it, added] = ids.try_emplace({keys[i].klass, placement_.kind_of(i)}, ids.size());
+    const std::size_t rank = ranks.empty() ? i : ranks[i];
+    const auto [it, added] = ids.try_emplace({keys[i].klass, placement_.kind_of(rank)}, ids.size());
     keys[i].klass = it->second;
   }
 }
@@ -264,7 +269,13 @@ Proposal Proposer::propose(const Estimator& e, const std::vector<std::size_t>& i
   const Plan p = plan(e, incumbent);
   const std::vector<std::size_t> unit_of = grouper_.group(p.key);
   // Tiers: the same Grouper's alike on CPU cost alone, with its own hysteresis.
-  const std::vector<std::size_t> tier_of = hosts_ ? tiers_.group(p.cpu_key) : std::vector<std::size_t>{};
+  // Off the hosts no worker has a tier.
+  std::vector<std::size_t> tier_of;
+  if (hosts_) {
+    const std::vector<std::size_t> hosted_tier = tiers_.group(p.cpu_key);
+    tier_of.assign(e.workers(), HostUnit::kOwnTier);
+    for (std::size_t j = 0; j < hosted_.size(); ++j) tier_of[hosted_[j]] = hosted_tier[j];
+  }
   const std::unique_ptr<StepCostModel> m = model(p, unit_of, tier_of);
   SolvedSplit best = solve(*m, global_batch_, bounds_);
   const double now = m->makespan(incumbent);

@@ -52,7 +52,8 @@ class Proposer {
   Plan plan(const Estimator& e, const std::vector<std::size_t>& incumbent) const;
   std::vector<double> key_batches(const std::vector<std::size_t>& incumbent, double typical) const;
   std::size_t klass_of(std::size_t worker, bool cpu) const;
-  void with_kinds(std::vector<GroupKey>& keys) const;
+  // keys[j] is worker ranks[j]'s (ranks empty: worker j's).
+  void with_kinds(std::vector<GroupKey>& keys, const std::vector<std::size_t>& ranks = {}) const;
   void settle_beside_hosts(const Estimator& e, const Plan& p, const StepCostModel& m,
                            const std::vector<std::size_t>& incumbent, double now, SolvedSplit& best) const;
   void keep_in_sight(const Estimator& e, const StepCostModel& m, SolvedSplit& best) const;
@@ -66,6 +67,7 @@ class Proposer {
   bool kinds_ = false;  // some worker said its kind (fixed for the run, as the placement)
   Grouper grouper_;
   Grouper tiers_;  // hosts' tiers: workers whose CPU costs are alike (hosts.h)
+  std::vector<std::size_t> hosted_;  // the workers tiers are for, by rank: those on a host (where hosts_)
 };
 
 }  // namespace hetrain::alloc
