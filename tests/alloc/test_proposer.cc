@@ -43,12 +43,32 @@ TEST(Proposer, TwinsASampleApartAreComparedAtOneBatchAndStayOneUnit) {
 }
 
 // Without a unit to be compared in (the first decision), each is keyed where
-// it runs: the rule holds units together, it makes no one alike.
+// it runs: the rule holds units together, it makes no one alike. At [40, 30,
+// 30, 20] of 120 the overhead makes the first 1.25 ms a sample and its twins
+// 1.33 ms, 6.5% apart: more than a sample's share of their batches (1/30).
 TEST(Proposer, WorkersOfNoUnitAreKeyedWhereTheyRun) {
   const Estimator e = three_twins_and_a_slower(0.010, 0.001);
-  Proposer p(12, Bounds{}, Placement{}, AdaptiveTuning{});
-  p.propose(e, {4, 3, 3, 2});
+  Proposer p(120, Bounds{}, Placement{}, AdaptiveTuning{});
+  p.propose(e, {40, 30, 30, 20});
   EXPECT_EQ(p.units(), (Units{0, 1, 1, 2}));
+}
+
+// Two devices 6% apart a sample, lines learned without noise at 10 and 100
+// samples: at 10 samples each, shares 6% apart differ by less than a sample,
+// which no split can give them, so they are one unit; at 100 each, by six
+// samples, and they are two.
+TEST(Proposer, WorkersApartByLessThanASampleOfTheirBatchAreOneUnit) {
+  Estimator e(2, AdaptiveTuning{});
+  for (int step = 0; step < 60; ++step) {
+    const double b = step % 2 == 0 ? 10.0 : 100.0;
+    e.observe({WorkerSample{b, 0.001 * b}, WorkerSample{b, 0.00106 * b}});
+  }
+  Proposer small(20, Bounds{}, Placement{}, AdaptiveTuning{});
+  small.propose(e, {10, 10});
+  EXPECT_EQ(small.units(), (Units{0, 0}));
+  Proposer large(200, Bounds{}, Placement{}, AdaptiveTuning{});
+  large.propose(e, {100, 100});
+  EXPECT_EQ(large.units(), (Units{0, 1}));
 }
 
 }  // namespace

@@ -31,10 +31,12 @@ double Grouper::share(const std::vector<Segment>& s, std::size_t left,
   // Errors add in quadrature; relative errors never near overflow, so no
   // std::hypot (a tenth of a large cluster's decision time).
   const double combined2 = 1.0 / a.weight + 1.0 / b.weight;
+  // Below a sample's share of the larger batch no split can tell them apart.
+  const double floor = std::max(tuning_.alike, std::min(a.grain, b.grain));
   const double tolerance =
-      held ? 2.0 * std::max(tuning_.alike, tuning_.clip_sigmas *
+      held ? 2.0 * std::max(floor, tuning_.clip_sigmas *
                                                std::sqrt(combined2 + a.reach * a.reach + b.reach * b.reach))
-           : std::max(tuning_.alike, tuning_.clip_sigmas * std::sqrt(combined2));
+           : std::max(floor, tuning_.clip_sigmas * std::sqrt(combined2));
   return (b.level() - a.level()) / tolerance;
 }
 
@@ -95,7 +97,7 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
   for (std::size_t k = 0; k < n; ++k) {
     const GroupKey& key = keys[order[k]];
     const double e = std::max(key.error, kMinError), w = 1.0 / (e * e);
-    seg[k] = {k, k, k == 0 ? kNone : k - 1, k + 1 < n ? k + 1 : kNone, w, w * std::log(key.time), key.reach, 0};
+    seg[k] = {k, k, k == 0 ? kNone : k - 1, k + 1 < n ? k + 1 : kNone, w, w * std::log(key.time), key.reach, key.grain, 0};
   }
   // Boundaries by share, smallest first to a resolution of 1/kBuckets of the
   // tolerance (a bucket queue: O(N + kBuckets) where a heap was O(N log N));
@@ -116,7 +118,8 @@ std::vector<std::size_t> Grouper::group(const std::vector<GroupKey>& keys) {
       Segment& a = seg[left];
       if (a.version != lv || a.next == kNone || seg[a.next].version != rv) continue;
       Segment& c = seg[a.next];
-      a.last = c.last, a.weight += c.weight, a.weighted_log += c.weighted_log, a.reach = std::max(a.reach, c.reach);
+      a.last = c.last, a.weight += c.weight, a.weighted_log += c.weighted_log;
+      a.reach = std::max(a.reach, c.reach), a.grain = std::min(a.grain, c.grain);
       a.next = c.next, ++a.version, ++c.version;
       if (a.next != kNone) seg[a.next].prev = left;
       push(a.prev, b), push(left, b);

@@ -9,8 +9,14 @@
 // 1 / sqrt(sum of the weights).
 // Algorithm: start with one segment per worker; repeatedly merge the two
 // adjacent segments whose gap in level is the smallest share of their
-// tolerance, while that share is at most 1. Tolerance: the larger of
-// AdaptiveTuning::alike and clip_sigmas combined standard errors. A noisy
+// tolerance, while that share is at most 1. Tolerance: the largest of
+// AdaptiveTuning::alike, clip_sigmas combined standard errors, and the
+// rounding's grain: one sample's share of the larger batch the two are keyed
+// at (1 / b). Workers whose times per sample differ by less than that would
+// be planned shares less than a sample apart, which no integer split holds:
+// telling them apart plans nothing the rounding keeps, and leaves their split
+// to noise (identical workers with tiles, whose cost jumps every few samples,
+// read a sample's cost apart where one holds the remainder). A noisy
 // worker therefore joins the segment it is statistically closest to, not
 // whichever its neighbour in the sort happened to be, and a continuous
 // spread of speeds is not chained (a segment's level moves to its middle).
@@ -40,6 +46,7 @@ struct GroupKey {
   double error = 0.0;     // its relative standard error
   std::size_t klass = 0;  // workers of different classes are never alike
   double reach = 0.0;     // how far its level may have been a moment ago (a fresh change's, estimator.h)
+  double grain = 0.0;     // one sample's share of the batch it is keyed at (1 / b)
 };
 
 class Grouper {
@@ -56,6 +63,7 @@ class Grouper {
     std::size_t prev = 0, next = 0;
     double weight = 0.0, weighted_log = 0.0;  // sum of 1/e^2, and of log t / e^2
     double reach = 0.0;                       // the largest of its members' reach
+    double grain = 0.0;                       // the least of its members' grain (the largest batch's)
     std::size_t version = 0;                  // bumped at every merge: stale queue entries are skipped
     double level() const { return weighted_log / weight; }
   };

@@ -138,7 +138,7 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     // apart, and a sort by the new level would carry the first past others.
     const double before = std::exp(-main.unconfirmed_shift(tuning_)) * on +
                           (waits ? std::exp(-e.wait(i).unconfirmed_shift(tuning_)) * off : 0.0);
-    p.key[i] = {std::max(before / at, 1e-15), err, klass, reach};
+    p.key[i] = {std::max(before / at, 1e-15), err, klass, reach, 1.0 / at};
     // The resource a saturated host rations is its CPU: tiers compare that
     // alone, on the same host whatever the CPUs.
     if (hosted < hosted_.size() && hosted_[hosted] == i)
