@@ -310,13 +310,13 @@ def mode_torchrun_elastic(hetrain, work):
             logs.append(open(work / f"{name}{node}.log", "w"))
             cmd = [*TORCHRUN, "--nnodes", "2:3", "--nproc_per_node", "1", "--max_restarts", "1",
                    "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}", "--rdzv_id", f"el{port}",
-                   "--rdzv_conf", f"join_timeout=60,last_call_timeout={LAST_CALL}",
+                   # Node 0 hosts the rendezvous store: left to whichever agent binds first, the node
+                   # killed below could host it on a slow machine, and the survivors lose the store.
+                   "--rdzv_conf", f"join_timeout=60,last_call_timeout={LAST_CALL},is_host={int(node == 0)}",
                    "--log_dir", str(work / f"logs{node}"),
                    "--no_python", hetrain, *args]
             agents.append(subprocess.Popen(cmd, stdout=logs[-1], stderr=subprocess.STDOUT,
                                            start_new_session=True))
-            if node == 0:
-                time.sleep(0.5)  # the first agent hosts the rendezvous store
         dead = agents[2]
         wait_and_kill(dead, lambda: [dead.pid] + descendants(dead.pid), prefix, name)
         for node in (0, 1):
