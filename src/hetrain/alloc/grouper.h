@@ -15,8 +15,9 @@
 // at (1 / b). Workers whose times per sample differ by less than that would
 // be planned shares less than a sample apart, which no integer split holds:
 // telling them apart plans nothing the rounding keeps, and leaves their split
-// to noise (identical workers with tiles, whose cost jumps every few samples,
-// read a sample's cost apart where one holds the remainder). A noisy
+// to noise (most of all at small batches, and for identical workers with
+// tiles, whose cost jumps every few samples: one holding the remainder reads
+// dearer a sample). A noisy
 // worker therefore joins the segment it is statistically closest to, not
 // whichever its neighbour in the sort happened to be, and a continuous
 // spread of speeds is not chained (a segment's level moves to its middle).
