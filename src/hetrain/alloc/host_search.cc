@@ -70,13 +70,13 @@ class Settle {
   std::vector<std::size_t> segment_of_, stamp_;  // by worker; stamps by segment
   std::vector<double> finish_;                   // by segment: its finish now
   std::vector<std::size_t> taker_;               // by host: its best taker, or kNone
-  bool hosts_take_ = false;  // the hosts' takers are priced (only once a device is the last to finish)
+  bool hosts_take_ = false;  // hosts are takers (only once a device is the last to finish)
   using Earliest = std::priority_queue<Entry, std::vector<Entry>, std::greater<>>;
   std::priority_queue<Entry> last_;  // segments by finish
   Earliest devices_;                 // device takers by their finish with one sample more
   std::priority_queue<HostEntry, std::vector<HostEntry>, std::greater<>> hosts_first_;  // ... host takers
-  mutable HostScratch scratch_;             // one host's pricing, reused
-  std::vector<std::size_t> edge_;           // by unit
+  mutable HostScratch scratch_;      // one host's pricing, reused
+  std::vector<std::size_t> edge_;    // by unit
 };
 
 Settle::Settle(const HostCostModel::Parts& parts, const Bounds& bounds, const std::vector<bool>& movable,

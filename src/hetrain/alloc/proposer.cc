@@ -141,7 +141,7 @@ Proposer::Plan Proposer::plan(const Estimator& e, const std::vector<std::size_t>
     p.key[i] = {std::max(before / at, 1e-15), err, klass, reach, 1.0 / at};
     // The resource a saturated host rations is its CPU: tiers compare that
     // alone, on the same host whatever the CPUs.
-    if (hosted < hosted_.size() && hosted_[hosted] == i)
+    if (on_cpu(i))  // hosted_[hosted] == i
       p.cpu_key[hosted++] = {cpu ? std::max(u.cpu(at) / (f * at), 1e-15) : 1.0, cpu ? main.error(at) : 0.0,
                              cpu ? u.host + 1 : 0, cpu ? main.reach(tuning_) : 0.0};
     if (incumbent[i] > 0) p.error = std::max(p.error, err);
