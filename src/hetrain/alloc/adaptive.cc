@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -29,6 +30,7 @@ AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bo
   incumbent_ = split_proportional(std::vector<double>(workers, 1.0), global_batch, bounds_);
   split_ = incumbent_;
   seed(known);
+  issue();
 }
 
 // A resumed run: the saved lines; a new rank planned at the median known
@@ -52,9 +54,39 @@ void AdaptivePolicy::seed(const std::vector<WorkerModel>& known) {
 void AdaptivePolicy::observe(const Observation& obs) {
   HETRAIN_ENFORCE_EQ(obs.local_batch.size(), incumbent_.size());
   HETRAIN_ENFORCE_EQ(obs.compute_seconds.size(), incumbent_.size());
+  observe_step(obs);
+  issue();
+}
+
+// The rounding's remainder is no property of a worker: the members of a unit
+// (alike, planned at one share) that hold q and q + 1 samples take the extra
+// sample in turn, one member further each step. Given always to the lowest
+// ranks, it made them read dearer wherever cost is not a line (three twins of
+// a tile of 4 at [13, 13, 13, 12] pay for 16, 16, 16 and 12 samples) and
+// showed no member's line a second batch; in turn, every member runs both.
+// What is kept and judged is split_: a step run at issued_ was run at split_.
+void AdaptivePolicy::issue() {
+  issued_ = split_;
+  const std::vector<std::size_t>& unit = proposer_.units();
+  if (unit.size() != split_.size() || unit.empty()) return;
+  const std::size_t units = *std::max_element(unit.begin(), unit.end()) + 1;
+  std::vector<std::size_t> lo(units, std::numeric_limits<std::size_t>::max()), hi(units, 0), members(units, 0),
+      extra(units, 0);
+  for (std::size_t i = 0; i < unit.size(); ++i)
+    lo[unit[i]] = std::min(lo[unit[i]], split_[i]), hi[unit[i]] = std::max(hi[unit[i]], split_[i]), ++members[unit[i]];
+  for (std::size_t i = 0; i < unit.size(); ++i) extra[unit[i]] += split_[i] > lo[unit[i]] ? 1 : 0;
+  std::vector<std::size_t> member(units, 0);
+  for (std::size_t i = 0; i < unit.size(); ++i) {
+    const std::size_t u = unit[i], m = members[u], k = member[u]++;
+    if (hi[u] != lo[u] + 1) continue;
+    issued_[i] = lo[u] + ((k + m - seen_ % m) % m < extra[u] ? 1 : 0);
+  }
+}
+
+void AdaptivePolicy::observe_step(const Observation& obs) {
   const std::size_t step = seen_++;
   record_step_time(obs, step);
-  last_split_ = obs.local_batch;
+  last_split_ = obs.local_batch == issued_ ? split_ : obs.local_batch;
   last_full_ = total(obs.local_batch) == global_batch_;
   last_compute_ = *std::max_element(obs.compute_seconds.begin(), obs.compute_seconds.end());
   // The first step pays for lazy initialisation (and an emulated slow worker

@@ -28,7 +28,7 @@ class AdaptivePolicy final : public Policy {
   // `placement`: which workers share a host's cores (empty: none do).
   AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds, AdaptiveTuning tuning = {},
                  const std::vector<WorkerModel>& known = {}, Placement placement = {});
-  std::vector<std::size_t> split() const override { return split_; }
+  std::vector<std::size_t> split() const override { return issued_; }
   void observe(const Observation& obs) override;
   // Each worker's compute line as (overhead, speed); speed 0 for a worker not
   // yet measured (a checkpoint may come before the first step).
@@ -40,6 +40,8 @@ class AdaptivePolicy final : public Policy {
   const Estimator& estimator() const { return estimator_; }
 
  private:
+  void observe_step(const Observation& obs);
+  void issue();
   void record_step_time(const Observation& obs, std::size_t step);
   void learn(const Observation& obs);
   void judge_trial();
@@ -56,6 +58,7 @@ class AdaptivePolicy final : public Policy {
   TrialController control_;
   std::vector<std::size_t> split_;      // the next step's: the trial's, else the incumbent
   std::vector<std::size_t> incumbent_;  // the split kept
+  std::vector<std::size_t> issued_;     // split_ as run: each unit's remainder in turn (issue())
   std::vector<std::size_t> previous_;   // the split a move on test replaced (TrialState::kCheck)
   std::vector<std::size_t> last_split_;  // the split of the step observed last
   std::vector<WorkerSample> samples_;    // observe()'s working space
