@@ -64,29 +64,46 @@ void AdaptivePolicy::observe(const Observation& obs) {
 // ranks, it made them read dearer wherever cost is not a line (three twins of
 // a tile of 4 at [13, 13, 13, 12] pay for 16, 16, 16 and 12 samples) and
 // showed no member's line a second batch; in turn, every member runs both.
-// What is kept and judged is split_: a step run at issued_ was run at split_.
-void AdaptivePolicy::issue() {
-  issued_ = split_;
+// What is kept and judged is split_: a step run at a split that differs from
+// it only by where each unit's remainder lies was run at it (the Python
+// plug-in observes a step two decisions late, a different turn).
+void AdaptivePolicy::issue() { issued_ = turned(split_, seen_); }
+
+// `split` with each unit's extra samples (where its members hold q and q + 1)
+// on the members `offset` further round from its lowest ranks; at offset 0,
+// on its lowest ranks.
+std::vector<std::size_t> AdaptivePolicy::turned(const std::vector<std::size_t>& split, std::size_t offset) const {
   const std::vector<std::size_t>& unit = proposer_.units();
-  if (unit.size() != split_.size() || unit.empty()) return;
+  if (unit.size() != split.size() || unit.empty()) return split;
   const std::size_t units = *std::max_element(unit.begin(), unit.end()) + 1;
   std::vector<std::size_t> lo(units, std::numeric_limits<std::size_t>::max()), hi(units, 0), members(units, 0),
       extra(units, 0);
   for (std::size_t i = 0; i < unit.size(); ++i)
-    lo[unit[i]] = std::min(lo[unit[i]], split_[i]), hi[unit[i]] = std::max(hi[unit[i]], split_[i]), ++members[unit[i]];
-  for (std::size_t i = 0; i < unit.size(); ++i) extra[unit[i]] += split_[i] > lo[unit[i]] ? 1 : 0;
-  std::vector<std::size_t> member(units, 0);
+    lo[unit[i]] = std::min(lo[unit[i]], split[i]), hi[unit[i]] = std::max(hi[unit[i]], split[i]), ++members[unit[i]];
+  for (std::size_t i = 0; i < unit.size(); ++i) extra[unit[i]] += split[i] > lo[unit[i]] ? 1 : 0;
+  std::vector<std::size_t> out = split, member(units, 0);
   for (std::size_t i = 0; i < unit.size(); ++i) {
     const std::size_t u = unit[i], m = members[u], k = member[u]++;
-    if (hi[u] != lo[u] + 1) continue;
-    issued_[i] = lo[u] + ((k + m - seen_ % m) % m < extra[u] ? 1 : 0);
+    if (hi[u] == lo[u] + 1) out[i] = lo[u] + ((k + m - offset % m) % m < extra[u] ? 1 : 0);
   }
+  return out;
+}
+
+// The split a step ran, as kept: one that differs from the split running or
+// the incumbent only by where each unit's remainder lies (with the units
+// that issued it) was run at it.
+std::vector<std::size_t> AdaptivePolicy::as_kept(const std::vector<std::size_t>& ran) const {
+  if (ran == issued_) return split_;
+  const std::vector<std::size_t> even = turned(ran, 0);
+  if (even == turned(split_, 0)) return split_;
+  if (even == turned(incumbent_, 0)) return incumbent_;
+  return ran;
 }
 
 void AdaptivePolicy::observe_step(const Observation& obs) {
   const std::size_t step = seen_++;
   record_step_time(obs, step);
-  last_split_ = obs.local_batch == issued_ ? split_ : obs.local_batch;
+  last_split_ = as_kept(obs.local_batch);
   last_full_ = total(obs.local_batch) == global_batch_;
   last_compute_ = *std::max_element(obs.compute_seconds.begin(), obs.compute_seconds.end());
   // The first step pays for lazy initialisation (and an emulated slow worker

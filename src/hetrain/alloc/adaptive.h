@@ -42,6 +42,8 @@ class AdaptivePolicy final : public Policy {
  private:
   void observe_step(const Observation& obs);
   void issue();
+  std::vector<std::size_t> turned(const std::vector<std::size_t>& split, std::size_t offset) const;
+  std::vector<std::size_t> as_kept(const std::vector<std::size_t>& ran) const;
   void record_step_time(const Observation& obs, std::size_t step);
   void learn(const Observation& obs);
   void judge_trial();
