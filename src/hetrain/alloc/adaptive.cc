@@ -90,8 +90,9 @@ std::vector<std::size_t> AdaptivePolicy::turned(const std::vector<std::size_t>& 
 }
 
 // The split a step ran, as kept: one that differs from the split running or
-// the incumbent only by where each unit's remainder lies (with the units
-// that issued it) was run at it.
+// the incumbent only by where each unit's remainder lies (under today's
+// units: a step observed late and issued under others times nothing) was
+// run at it.
 std::vector<std::size_t> AdaptivePolicy::as_kept(const std::vector<std::size_t>& ran) const {
   if (ran == issued_) return split_;
   const std::vector<std::size_t> even = turned(ran, 0);
