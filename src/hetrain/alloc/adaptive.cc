@@ -16,6 +16,28 @@ std::size_t total(const std::vector<std::size_t>& v) { return std::accumulate(v.
 
 bool usable(const WorkerModel& m) { return m.speed > 0.0 && std::isfinite(m.speed) && std::isfinite(m.overhead); }
 
+// Each unit's samples dealt out among its m members: sum / m each, and the
+// sum % m left over to the members `offset` further round from its lowest
+// ranks. With `within_one`, only units whose members already hold within one
+// sample of each other (a rearrangement, no move); the others as they are.
+std::vector<std::size_t> dealt(const std::vector<std::size_t>& split, const std::vector<std::size_t>& unit,
+                               std::size_t offset, bool within_one) {
+  if (unit.size() != split.size() || unit.empty()) return split;
+  const std::size_t units = *std::max_element(unit.begin(), unit.end()) + 1;
+  std::vector<std::size_t> sum(units, 0), members(units, 0), lo(units, std::numeric_limits<std::size_t>::max()),
+      hi(units, 0), member(units, 0);
+  for (std::size_t i = 0; i < unit.size(); ++i) {
+    const std::size_t u = unit[i];
+    sum[u] += split[i], ++members[u], lo[u] = std::min(lo[u], split[i]), hi[u] = std::max(hi[u], split[i]);
+  }
+  std::vector<std::size_t> out = split;
+  for (std::size_t i = 0; i < unit.size(); ++i) {
+    const std::size_t u = unit[i], m = members[u], k = member[u]++;
+    if (!within_one || hi[u] <= lo[u] + 1) out[i] = sum[u] / m + ((k + m - offset % m) % m < sum[u] % m ? 1 : 0);
+  }
+  return out;
+}
+
 }  // namespace
 
 AdaptivePolicy::AdaptivePolicy(std::size_t workers, std::size_t global_batch, Bounds bounds, AdaptiveTuning tuning,
@@ -61,7 +83,7 @@ void AdaptivePolicy::observe(const Observation& obs) {
 // The rounding's remainder is no property of a worker: the members of a unit
 // (alike, planned at one share) that hold q and q + 1 samples take the extra
 // sample in turn, one member further each step. Given always to the lowest
-// ranks, it made them read dearer wherever cost is not a line (three twins of
+// ranks, it made them read dearer wherever cost is not a line (four twins of
 // a tile of 4 at [13, 13, 13, 12] pay for 16, 16, 16 and 12 samples) and
 // showed no member's line a second batch; in turn, every member runs both.
 // What is kept and judged is split_: a step run at a split that differs from
@@ -73,20 +95,7 @@ void AdaptivePolicy::issue() { issued_ = turned(split_, seen_); }
 // on the members `offset` further round from its lowest ranks; at offset 0,
 // on its lowest ranks.
 std::vector<std::size_t> AdaptivePolicy::turned(const std::vector<std::size_t>& split, std::size_t offset) const {
-  const std::vector<std::size_t>& unit = proposer_.units();
-  if (unit.size() != split.size() || unit.empty()) return split;
-  const std::size_t units = *std::max_element(unit.begin(), unit.end()) + 1;
-  std::vector<std::size_t> lo(units, std::numeric_limits<std::size_t>::max()), hi(units, 0), members(units, 0),
-      extra(units, 0);
-  for (std::size_t i = 0; i < unit.size(); ++i)
-    lo[unit[i]] = std::min(lo[unit[i]], split[i]), hi[unit[i]] = std::max(hi[unit[i]], split[i]), ++members[unit[i]];
-  for (std::size_t i = 0; i < unit.size(); ++i) extra[unit[i]] += split[i] > lo[unit[i]] ? 1 : 0;
-  std::vector<std::size_t> out = split, member(units, 0);
-  for (std::size_t i = 0; i < unit.size(); ++i) {
-    const std::size_t u = unit[i], m = members[u], k = member[u]++;
-    if (hi[u] == lo[u] + 1) out[i] = lo[u] + ((k + m - offset % m) % m < extra[u] ? 1 : 0);
-  }
-  return out;
+  return dealt(split, proposer_.units(), offset, true);
 }
 
 // The split a step ran, as kept: one that differs from the split running or
@@ -164,15 +173,7 @@ void AdaptivePolicy::judge_trial() {
 // Members of one unit hold equal shares (to one sample, the lowest ranks
 // first): a move the model calls neutral, taken at once.
 void AdaptivePolicy::even_out_units() {
-  const std::vector<std::size_t>& unit = proposer_.units();
-  const std::size_t units = unit.empty() ? 0 : *std::max_element(unit.begin(), unit.end()) + 1;
-  std::vector<std::size_t> sum(units, 0), members(units, 0), given(units, 0);
-  for (std::size_t i = 0; i < unit.size(); ++i) sum[unit[i]] += incumbent_[i], ++members[unit[i]];
-  std::vector<std::size_t> even(unit.size());
-  for (std::size_t i = 0; i < unit.size(); ++i) {
-    const std::size_t u = unit[i];
-    even[i] = sum[u] / members[u] + (given[u]++ < sum[u] % members[u] ? 1 : 0);
-  }
+  std::vector<std::size_t> even = dealt(incumbent_, proposer_.units(), 0, false);
   if (even == incumbent_) return;
   incumbent_ = split_ = std::move(even);
   ++stats_.moves;
