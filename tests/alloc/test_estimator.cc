@@ -272,6 +272,31 @@ TEST(LineEstimate, WhereTheNoiseOftenThrowsSamplesFarOutNoOneSampleConfirmsAChan
   EXPECT_NEAR(l.predict(32.0), before, 0.1 * before);
 }
 
+TEST(LineEstimate, ASampleFarFromTheOldLevelConfirmsAChangeWhereTheNoiseSeldomThrowsOneThatFar) {
+  // Noise of 2% with a sample 15% out every 16th step (either way): 6% of
+  // the samples beyond the clip, none beyond twice it. Then a 4x step. The
+  // first 4x sample is a change at once (the noise never threw one that far),
+  // the next two can refute it but not confirm it (a CUSUM needs three), and
+  // the third after it, 40 standard deviations from the old level, confirms
+  // it alone: the noise throws nothing that far. (Capped at the share beyond
+  // the clip, 6%, one such sample was not enough, and the change took one
+  // sample more.)
+  LineEstimate l;
+  for (int i = 0; i < 160; ++i) {
+    const double out = i % 32 == 15 ? 1.15 : (i % 32 == 31 ? 1.0 / 1.15 : 1.0);
+    l.drift(kTuning), l.observe(32.0, 0.32 * out * (i % 2 == 0 ? 1.02 : 0.98), kTuning);
+  }
+  const std::size_t changes = l.changes();
+  l.drift(kTuning), l.observe(32.0, 1.28, kTuning);
+  EXPECT_EQ(l.changes(), changes + 1);  // at once
+  for (int i = 0; i < 2; ++i) l.drift(kTuning), l.observe(32.0, 1.28, kTuning);
+  ASSERT_TRUE(l.on_test());
+  l.drift(kTuning), l.observe(32.0, 1.28, kTuning);
+  EXPECT_FALSE(l.on_test());
+  EXPECT_NEAR(l.predict(32.0), 1.28, 0.05 * 1.28);
+  EXPECT_EQ(l.changes(), changes + 1);
+}
+
 TEST(LineEstimate, AChangeThatLastsIsConfirmedByTheSamplesAfterIt) {
   LineEstimate l;
   for (int i = 0; i < 60; ++i) l.drift(kTuning), l.observe(32.0, 0.32 * (i % 2 == 0 ? 1.02 : 0.98), kTuning);

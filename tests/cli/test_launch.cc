@@ -96,14 +96,20 @@ TEST_F(Cli, MissingOrCorruptDataGivesOneLineAndExitCodeThree) {
   EXPECT_EQ(unwritable.out.find("epoch"), std::string::npos) << unwritable.out;
 }
 
-// The allocation trace after a worker turns 4x slower at step 200: within 5
+// The allocation trace after a worker turns 4x slower at step 200: within 8
 // steps the split comes within 10% of the new split proportional to speed
 // (1, 1, 0.25), measured as sum_i |b_i - p_i| / B. A synthetic per-sample
 // cost (a sleep, --sample-cost-ms) dominates the step, so the measured speeds
 // are those of the emulated devices and not of two shared cores' scheduling.
-TEST_F(Cli, AdaptiveFollowsASlowdownWithinFiveSteps) {
+// The window: a change is followed once it is raised (three samples where
+// the noise is symmetric, four or five where a loaded host skews it and the
+// CUSUM's limit rises) and confirmed (one sample more). On the 2-core
+// machine that took 3-6 steps alone and 4-7 beside a busy loop, as CI's
+// ctest -j2 is (bench/follow_latency.py, docs/benchmarks.md): 8 leaves room
+// for a busier machine; a policy that does not follow fails.
+TEST_F(Cli, AdaptiveFollowsASlowdownWithinEightSteps) {
   const auto metrics = dir_ / "m.json";
-  constexpr std::size_t kB = 384, kAt = 200, kWithin = 5;
+  constexpr std::size_t kB = 384, kAt = 200, kWithin = 8;
   const auto o = hetrain(
       "run -n 3 --model mlp --threads 1 --policy adaptive -b 384 --epochs 2 --max-steps 210 "
       "--sample-cost-ms 0.2 --slowdown 2@200:0.25 -q --metrics " +
@@ -126,8 +132,9 @@ TEST_F(Cli, AdaptiveFollowsASlowdownWithinFiveSteps) {
   EXPECT_GT(gap(kAt), 0.10) << "before the slowdown the split is not already the new one: " << alloc[kAt];
   double best = 1.0;
   for (std::size_t s = kAt + 1; s <= kAt + kWithin; ++s) best = std::min(best, gap(s));
-  EXPECT_LT(best, 0.10) << "steps 201..205: " << alloc[kAt + 1] << alloc[kAt + 2] << alloc[kAt + 3]
-                        << alloc[kAt + 4] << alloc[kAt + 5];
+  std::string trace;
+  for (std::size_t s = kAt + 1; s <= kAt + kWithin; ++s) trace += alloc[s].dump();
+  EXPECT_LT(best, 0.10) << "steps 201..208: " << trace;
 }
 
 TEST_F(Cli, HelpListsTheSubcommandsAndExamples) {
