@@ -64,15 +64,20 @@ def agree(name, cpp, py):
     assert 1 / AGREE <= ratio <= AGREE, f"{name}: Python {py:.4f} s vs C++ {cpp:.4f} s"
 
 
-def final_split(observations):
+def held_split(observations):
+    """Per rank, the median share the policy asks for after the first SKIP steps. Not the last step's: the
+    steps were run at the equal split, never at the one the policy tries, so a trial it starts sees only the
+    incumbent's step times and may end on any step (a revert to equal on the last one is no other meaning)."""
     policy = hetrain.make_policy("adaptive", RANKS, BATCH)
+    asked = []
     for o in observations:
         obs = hetrain.Observation()
         obs.local_batch, obs.compute_seconds = o["local_batch"], o["compute_seconds"]
         obs.cpu_seconds, obs.wait_seconds = o["cpu_seconds"], o["wait_seconds"]
         obs.previous_step_seconds = o["previous_step_seconds"]
         policy.observe(obs)
-    return policy.split()
+        asked.append(policy.split())
+    return [statistics.median_low(s[r] for s in asked[SKIP:]) for r in range(RANKS)]
 
 
 def main():
@@ -101,9 +106,12 @@ def main():
             print(f"  {side:6s} rank {r}: cpu {cpu * 1e3:6.2f} ms + wait {wait * 1e3:6.2f} ms <= compute "
                   f"{compute * 1e3:6.2f} ms")
             assert 0 < cpu and cpu + wait <= compute * 1.02 and cpu < 0.5 * compute, (side, r, cpu, wait, compute)
-    split_cpp, split_py = final_split(cpp), final_split(py)
+    split_cpp, split_py = held_split(cpp), held_split(py)
     print(f"  adaptive policy fed each: C++ {split_cpp}, Python {split_py}")
-    assert all(abs(x - y) <= max(2, 0.1 * x) for x, y in zip(split_cpp, split_py)), (split_cpp, split_py)
+    # A meaning off by 2x moves the slow rank's share by 10 samples or more (to the equal 32, or below 13).
+    # Python's forward costs the 2-core host more CPU (2.7-3.0 ms a step against 1.2-2.0), and with three ranks
+    # on two cores the plan prices that CPU: the slow rank's share differs by up to 3 samples for that alone.
+    assert all(abs(x - y) <= max(3, 0.1 * x) for x, y in zip(split_cpp, split_py)), (split_cpp, split_py)
     assert split_py[1] < split_py[0], f"the slow rank was not given less: {split_py}"
     print("observations: passed")
 

@@ -272,16 +272,13 @@ LineEstimate::Test LineEstimate::test_change(double b, double q, const AdaptiveT
   const double r_old = clipped(std::log(q / y_old), s_old), r_new = clipped(std::log(q / y_new), s_new);
   const double phi = persist_.corr;
   const double llr = 0.5 * (r_old * r_old / s_old - r_new * r_new / s_new) + 0.5 * std::log(s_old / s_new);
-  // Huber's robust test: a sample tells for the change no more than the
-  // noise's share of samples as far from the old level says, and against it
-  // no more than its share of samples as far from the new one.
-  const double most_for = evidence_cap(std::log(q / y_old) / std::sqrt(s_old), t);
-  const double most_against = evidence_cap(std::log(q / y_new) / std::sqrt(s_new), t);
-  // A change raised by fewer samples than a CUSUM needs is refuted by the
-  // samples that make up the difference but not confirmed: those are the
-  // samples that raise a CUSUM alarm, which its test never sees.
-  const double most = since_change_ < unconfirmable_ ? 0.0 : most_for;
-  evidence_ += std::clamp(llr, -most_against, most) * (1.0 - phi) / (1.0 + phi);
+  // Huber's robust test, each way capped by the noise's share of samples as far from the level it refutes.
+  // A change raised by fewer samples than a CUSUM needs is refuted by the samples that make up the
+  // difference but not confirmed: they stand where a CUSUM alarm's samples, which its test never sees, stand.
+  const double d_old = std::log(q / y_old) / std::sqrt(s_old), d_new = std::log(q / y_new) / std::sqrt(s_new);
+  const double most = since_change_ < unconfirmable_ ? 0.0 : evidence_cap(d_old, t);
+  const double least = -evidence_cap(d_new, t);
+  evidence_ += std::clamp(llr, least, most) * (1.0 - phi) / (1.0 + phi);
   const WaldBounds bound = wald_bounds(t.false_keep, t.false_revert);  // H1: the change happened
   const bool last = since_change_ + 1 >= t.max_trial_steps;
   if (evidence_ >= bound.h1 || (last && evidence_ >= 0.0)) return Test::kConfirmed;
