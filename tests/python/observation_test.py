@@ -67,7 +67,7 @@ def agree(name, cpp, py):
 def held_split(observations):
     """Per rank, the median share the policy asks for after the first SKIP steps. Not the last step's: the
     steps were run at the equal split, never at the one the policy tries, so a trial it starts sees only the
-    incumbent's step times and may end on any step (a revert to equal on the last one is no other meaning)."""
+    incumbent's step times and may end on any step (a revert to equal on the last one says nothing of meaning)."""
     policy = hetrain.make_policy("adaptive", RANKS, BATCH)
     asked = []
     for o in observations:
